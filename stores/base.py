@@ -1,0 +1,216 @@
+"""The storage contracts. Every backend implements these; nothing here knows about Quineling or A2A.
+
+Two stores live behind one URL (``memory://`` or ``redis://…``):
+
+* :class:`StateStore` holds versioned JSON documents per *scope* (a tenant/principal). Callers read what they
+  need, compute a :class:`~stores.changes.ChangeSet`, and commit it atomically with optimistic concurrency:
+  the commit succeeds only if every document it read still has the version it was read at, and every quota
+  stays within its limit. Capacity is therefore decided inside the atomic step, never by a racy pre-check.
+* :class:`TaskStore` holds A2A tasks per scope with bounded capacity, eviction of terminal/paused tasks,
+  lazy expiry of paused tasks, a per-task event log for streaming, and newest-first listing with an opaque
+  signed cursor.
+
+Values are plain JSON-compatible ``dict``s. Backends serialise on write and deserialise on read, so no caller
+can mutate stored state by reference.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from stores.changes import ChangeSet, Key
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Versioned:
+    """A document as read: its value (``None`` when absent) and its version (0 when absent)."""
+
+    value: JSON | None
+    version: int
+
+
+class StateStore(ABC):
+    """Versioned documents per scope with atomic, optimistic, quota-checked commits."""
+
+    @abstractmethod
+    def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        """Read several documents in one round trip. Absent keys come back as ``Versioned(None, 0)``."""
+
+    @abstractmethod
+    def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
+        """Current values of quota counters (0 when never touched). For reporting, not for decisions."""
+
+    @abstractmethod
+    def commit(self, scope: str, changes: ChangeSet) -> None:
+        """Apply ``changes`` atomically, all or nothing.
+
+        Raises :class:`~stores.errors.ConflictError` when an expected version no longer holds (recompute and
+        retry), and :class:`~stores.errors.QuotaExceeded` when a quota would pass its limit (nothing written).
+        """
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
+        """Release connections."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLimits:
+    max_tasks: int = 128
+    max_total_bytes: int = 64 * 1024 * 1024
+    max_task_bytes: int = 16 * 1024 * 1024
+    paused_ttl_seconds: float = 15 * 60
+
+    def __post_init__(self) -> None:
+        for name in ("max_tasks", "max_total_bytes", "max_task_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"task limit {name} must be a positive integer, got {value!r}")
+        ttl = self.paused_ttl_seconds
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+            raise ValueError(f"task limit paused_ttl_seconds must be positive, got {ttl!r}")
+
+
+# Task states as the 1.0 wire spells them; the store classifies tasks by them.
+TERMINAL_STATES = frozenset(
+    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+)
+PAUSED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    tasks: list[JSON]
+    next_page_token: str  # "" on the last page
+    total_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    """ListTasks membership filters and paging. ``status_after`` is an aware UTC datetime or ``None``."""
+
+    context_id: str | None = None
+    status: str | None = None
+    status_after: Any = None  # datetime | None (kept loose so the dataclass stays hashable/simple)
+    page_size: int = 50
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent:
+    """One entry of a task's event log: ``event_id`` is monotonically increasing per task."""
+
+    event_id: str
+    payload: JSON
+
+
+class TaskStore(ABC):
+    """Bounded A2A task storage (the seed's ``BoundedTaskStore``) plus a per-task event log."""
+
+    limits: TaskLimits
+
+    @abstractmethod
+    def load(self, scope: str, task_id: str) -> JSON | None:
+        """The task, or ``None`` if unknown, evicted or expired. Does not extend the task's life."""
+
+    @abstractmethod
+    def save(self, scope: str, task: JSON, events: Iterable[JSON] = ()) -> None:
+        """Insert or replace ``task`` (keyed by ``task["id"]``) and append ``events`` to its log, atomically.
+
+        At capacity, evicts terminal or paused tasks of any scope, oldest last update first, never the task
+        being saved and never an active (submitted/working) task; the eviction is committed only together with
+        the save once the replacement is shown to fit. Raises :class:`~stores.errors.TaskTooLarge` or
+        :class:`~stores.errors.TaskStoreFull`, leaving everything intact.
+        """
+
+    @abstractmethod
+    def list(self, scope: str, query: TaskQuery) -> TaskPage:
+        """Newest status timestamp first, ties by admission sequence (newest first).
+
+        Raises :class:`~stores.errors.InvalidCursor` for a token that is malformed, forged, or issued for
+        another store, scope or filter set.
+        """
+
+    @abstractmethod
+    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> list[TaskEvent]:
+        """Events of a task after ``after`` (``None``: from the start), waiting up to ``timeout`` seconds
+        for at least one. Returns ``[]`` on timeout."""
+
+    @abstractmethod
+    def last_event_id(self, scope: str, task_id: str) -> str | None:
+        """Position of the newest event, so a subscriber can take a snapshot and tail from there."""
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
+        """Release connections."""
+
+
+class Backend(ABC):
+    """A storage backend: one URL scheme, one connection, both stores."""
+
+    scheme: ClassVar[tuple[str, ...]] = ()
+    registry: ClassVar[dict[str, type[Backend]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for scheme in cls.scheme:
+            Backend.registry[scheme] = cls
+
+    @abstractmethod
+    def state_store(self) -> StateStore: ...
+
+    @abstractmethod
+    def task_store(
+        self, limits: TaskLimits | None = None, *, clock: Callable[[], float] | None = None
+    ) -> TaskStore:
+        """A task store over this backend's tasks (every call sees the same tasks).
+
+        ``clock`` returns seconds since the epoch (default :func:`time.time`); it stamps last updates and
+        decides paused-task expiry, so tests can inject one.
+        """
+
+    def round_trips(self) -> int:
+        """How many server round trips this backend has made (0 for in-process backends)."""
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
+        """Release connections."""
+
+
+def backend_from_url(url: str, **options: Any) -> Backend:
+    """Pick a backend by URL scheme: ``memory://``, ``redis://host:port/db``, ``rediss://…``, ``unix://…``."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    # Importing the modules registers their schemes; drivers stay lazy inside them.
+    import stores.memory  # noqa: F401
+    import stores.redis  # noqa: F401
+
+    try:
+        backend_cls = Backend.registry[scheme]
+    except KeyError:
+        known = ", ".join(sorted(Backend.registry))
+        raise ValueError(f"unsupported store URL {url!r}: scheme must be one of {known}") from None
+    return backend_cls(url, **options)
+
+
+store_from_url = backend_from_url  # the name the style guide uses
+
+
+__all__ = [
+    "JSON",
+    "PAUSED_STATES",
+    "TERMINAL_STATES",
+    "Backend",
+    "ChangeSet",
+    "Key",
+    "StateStore",
+    "TaskEvent",
+    "TaskLimits",
+    "TaskPage",
+    "TaskQuery",
+    "TaskStore",
+    "Versioned",
+    "backend_from_url",
+    "store_from_url",
+]

@@ -1,0 +1,81 @@
+"""Every Redis key and hash field the Redis backend uses, built here and nowhere else.
+
+State keys carry one hash tag per scope (``q:{default}:doc``), so one scope's commit touches one cluster slot.
+The task store is bounded *globally* (capacity spans scopes, and eviction may pick any scope's task), so all
+of its keys share a single tag (``q:{tasks}:…``); a save that evicts still runs in one slot.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from stores.changes import Key
+
+
+def _escape(part: str) -> str:
+    # Braces would break the hash tag and '/' separates field parts: percent-encode anything unusual.
+    return quote(part, safe="-_.~@+=,;!$*'()")
+
+
+def scope_tag(prefix: str, scope: str) -> str:
+    return f"{prefix}:{{{_escape(scope)}}}"
+
+
+def documents(prefix: str, scope: str) -> str:
+    """Hash: ``kind/id`` → document JSON."""
+    return f"{scope_tag(prefix, scope)}:doc"
+
+
+def versions(prefix: str, scope: str) -> str:
+    """Hash: ``kind/id`` → version (absent = 0)."""
+    return f"{scope_tag(prefix, scope)}:ver"
+
+
+def counters(prefix: str, scope: str) -> str:
+    """Hash: quota name → counter."""
+    return f"{scope_tag(prefix, scope)}:cnt"
+
+
+def document_field(key: Key) -> str:
+    kind, ident = key
+    return f"{_escape(kind)}/{_escape(ident)}"
+
+
+def task_tag(prefix: str) -> str:
+    return f"{prefix}:{{tasks}}"
+
+
+def task_keys(prefix: str) -> dict[str, str]:
+    """The task store's shared keys, in the order the Lua scripts expect them as ``KEYS[1..6]``."""
+    tag = task_tag(prefix)
+    return {
+        "data": f"{tag}:data",  # hash: task field → task JSON
+        "info": f"{tag}:info",  # hash: task field → listing info JSON {ts, ctx, state}
+        "seq": f"{tag}:seq",  # hash: task field → immutable admission sequence
+        "evictable": f"{tag}:evictable",  # zset: terminal/paused task fields by last update
+        "paused": f"{tag}:paused",  # zset: paused task fields by last update (lazy expiry)
+        "stats": f"{tag}:stats",  # hash: count, bytes, next_seq
+    }
+
+
+def task_identity(prefix: str) -> str:
+    """Hash: ``id`` and ``secret`` shared by every worker, so any worker accepts any worker's cursor."""
+    return f"{task_tag(prefix)}:identity"
+
+
+def task_field(scope: str, task_id: str) -> str:
+    return f"{_escape(scope)}/{_escape(task_id)}"
+
+
+def task_field_prefix(scope: str) -> str:
+    return f"{_escape(scope)}/"
+
+
+def task_events(prefix: str, scope: str, task_id: str) -> str:
+    """Stream: the task's event log."""
+    return f"{task_tag(prefix)}:events:{task_field(scope, task_id)}"
+
+
+def all_keys_pattern(prefix: str) -> str:
+    """A SCAN pattern matching every key under ``prefix`` (tests use it to clean up)."""
+    return f"{prefix}:*"

@@ -1,0 +1,27 @@
+-- expire_paused.lua: shared prelude, prepended to task_load.lua, task_save.lua and task_list.lua.
+-- Uses the including script's KEYS (no ARGV of its own):
+-- KEYS[1]  data hash:      task field -> task JSON
+-- KEYS[2]  info hash:      task field -> listing info JSON
+-- KEYS[3]  seq hash:       task field -> admission sequence
+-- KEYS[4]  evictable zset: terminal/paused task fields scored by last update
+-- KEYS[5]  paused zset:    paused task fields scored by last update
+-- KEYS[6]  stats hash:     count, bytes, next_seq
+-- Defines remove_task(field) and expire_paused(cutoff); neither returns a value.
+local function remove_task(field)
+  local size = redis.call('HSTRLEN', KEYS[1], field)
+  if redis.call('HDEL', KEYS[1], field) == 1 then
+    redis.call('HINCRBY', KEYS[6], 'count', -1)
+    redis.call('HINCRBY', KEYS[6], 'bytes', -size)
+  end
+  redis.call('HDEL', KEYS[2], field)
+  redis.call('HDEL', KEYS[3], field)
+  redis.call('ZREM', KEYS[4], field)
+  redis.call('ZREM', KEYS[5], field)
+end
+
+-- Lazy expiry: paused tasks last updated at or before the cutoff (now - ttl) are gone.
+local function expire_paused(cutoff)
+  for _, field in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', cutoff)) do
+    remove_task(field)
+  end
+end

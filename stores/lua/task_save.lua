@@ -1,0 +1,77 @@
+-- task_save.lua: insert or replace one task, evicting to fit, and append its events, all or nothing.
+-- KEYS[1..6] data, info, seq, evictable, paused, stats (see expire_paused.lua)
+-- KEYS[7]  the task's event stream
+-- ARGV[1]  task field ("scope/id")          ARGV[2]  task JSON (its byte length is its size)
+-- ARGV[3]  listing info JSON                ARGV[4]  retention: "active", "terminal" or "paused"
+-- ARGV[5]  now (last-update score)          ARGV[6]  expiry cutoff (now - paused TTL)
+-- ARGV[7]  max tasks                        ARGV[8]  max total bytes
+-- ARGV[9]  max bytes per task               ARGV[10] stream MAXLEN (approximate)
+-- ARGV[11] stream TTL in milliseconds       ARGV[12..] event JSONs to append, in order
+-- Returns {"ok", sequence}, {"too_large"} or {"full"}; on anything but "ok" no task was changed
+-- (only already-expired paused tasks may have been dropped).
+expire_paused(ARGV[6])
+
+local field, body = ARGV[1], ARGV[2]
+local size = string.len(body)
+if size > tonumber(ARGV[9]) then
+  return {'too_large'}
+end
+
+local exists = redis.call('HEXISTS', KEYS[1], field) == 1
+local previous = 0
+if exists then previous = redis.call('HSTRLEN', KEYS[1], field) end
+local count = tonumber(redis.call('HGET', KEYS[6], 'count') or '0') + (exists and 0 or 1)
+local bytes = tonumber(redis.call('HGET', KEYS[6], 'bytes') or '0') - previous + size
+local max_tasks, max_bytes = tonumber(ARGV[7]), tonumber(ARGV[8])
+
+-- Plan the eviction first (oldest last update first, never this task, never an active one) ...
+local victims = {}
+if count > max_tasks or bytes > max_bytes then
+  for _, candidate in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+    if candidate ~= field then
+      table.insert(victims, candidate)
+      count = count - 1
+      bytes = bytes - redis.call('HSTRLEN', KEYS[1], candidate)
+      if count <= max_tasks and bytes <= max_bytes then break end
+    end
+  end
+  if count > max_tasks or bytes > max_bytes then
+    return {'full'}
+  end
+end
+
+-- ... and commit it only together with the save, now that the task is shown to fit.
+for _, victim in ipairs(victims) do
+  remove_task(victim)
+end
+
+local sequence
+if exists then
+  sequence = redis.call('HGET', KEYS[3], field)
+  redis.call('HINCRBY', KEYS[6], 'bytes', size - previous)
+else
+  sequence = redis.call('HINCRBY', KEYS[6], 'next_seq', 1)
+  redis.call('HSET', KEYS[3], field, sequence)
+  redis.call('HINCRBY', KEYS[6], 'count', 1)
+  redis.call('HINCRBY', KEYS[6], 'bytes', size)
+  redis.call('DEL', KEYS[7])  -- a reused id starts a fresh log
+end
+redis.call('HSET', KEYS[1], field, body)
+redis.call('HSET', KEYS[2], field, ARGV[3])
+
+redis.call('ZREM', KEYS[4], field)
+redis.call('ZREM', KEYS[5], field)
+if ARGV[4] ~= 'active' then
+  redis.call('ZADD', KEYS[4], ARGV[5], field)
+end
+if ARGV[4] == 'paused' then
+  redis.call('ZADD', KEYS[5], ARGV[5], field)
+end
+
+if #ARGV >= 12 then
+  for i = 12, #ARGV do
+    redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[10], '*', 'e', ARGV[i])
+  end
+  redis.call('PEXPIRE', KEYS[7], ARGV[11])
+end
+return {'ok', tonumber(sequence)}

@@ -1,0 +1,101 @@
+"""The in-process backend (``memory://``): dicts under one lock, for a single process.
+
+Values are stored as JSON text and decoded on every read, so no caller can mutate stored state by reference.
+One :class:`threading.RLock` guards everything (gunicorn's gthread workers are threads); a
+:class:`threading.Condition` on that lock wakes event-log readers.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from stores.base import Backend, StateStore, TaskLimits, TaskStore, Versioned
+from stores.changes import ChangeSet, Key, merge_quotas
+from stores.errors import ConflictError, QuotaExceeded
+from stores.listing import CursorSigner
+from stores.records import decode, encode
+
+
+class MemoryData:
+    """Everything one memory backend holds; shared by its state store and every task store it hands out."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.documents: dict[str, dict[Key, str]] = {}
+        self.versions: dict[str, dict[Key, int]] = {}
+        self.counters: dict[str, dict[str, int]] = {}
+        self.tasks: dict[tuple[str, str], Any] = {}  # (scope, id) → memory_tasks.Entry
+        self.events: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        self.next_sequence = 0
+
+
+class MemoryStateStore(StateStore):
+    def __init__(self, data: MemoryData) -> None:
+        self._data = data
+
+    def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        with self._data.lock:
+            docs = self._data.documents.get(scope, {})
+            versions = self._data.versions.get(scope, {})
+            result: dict[Key, Versioned] = {}
+            for key in keys:
+                text = docs.get(key)
+                result[key] = Versioned(None if text is None else decode(text), versions.get(key, 0))
+            return result
+
+    def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
+        with self._data.lock:
+            counters = self._data.counters.get(scope, {})
+            return {name: counters.get(name, 0) for name in names}
+
+    def commit(self, scope: str, changes: ChangeSet) -> None:
+        if not changes.expect and changes.is_empty:
+            return  # nothing to check, nothing to write
+        # Encode before taking the lock: a value that is not JSON fails without touching anything.
+        puts = {key: encode(value) for key, value in changes.put.items()}
+        quotas = merge_quotas(changes.quotas)
+        with self._data.lock:
+            docs = self._data.documents.setdefault(scope, {})
+            versions = self._data.versions.setdefault(scope, {})
+            counters = self._data.counters.setdefault(scope, {})
+            for key, expected in changes.expect.items():
+                if versions.get(key, 0) != expected:
+                    raise ConflictError(f"{key[0]}/{key[1]} changed since it was read")
+            for quota in quotas:
+                if quota.delta > 0 and counters.get(quota.name, 0) + quota.delta > quota.limit:
+                    raise QuotaExceeded(quota.name, quota.limit)
+            for key, text in puts.items():
+                docs[key] = text
+                versions[key] = versions.get(key, 0) + 1
+            for key in changes.delete:
+                if key not in puts:
+                    docs.pop(key, None)
+                    versions.pop(key, None)
+            for quota in quotas:
+                counters[quota.name] = max(0, counters.get(quota.name, 0) + quota.delta)
+
+
+class MemoryBackend(Backend):
+    """Both stores in this process's memory. Cursors are signed with a secret random per instance."""
+
+    scheme = ("memory",)
+
+    def __init__(self, url: str = "memory://", **_options: Any) -> None:
+        self.url = url
+        self._data = MemoryData()
+        self._state = MemoryStateStore(self._data)
+        self._signer = CursorSigner(secrets.token_hex(8), secrets.token_bytes(32))
+
+    def state_store(self) -> MemoryStateStore:
+        return self._state
+
+    def task_store(
+        self, limits: TaskLimits | None = None, *, clock: Callable[[], float] | None = None
+    ) -> TaskStore:
+        from stores.memory_tasks import MemoryTaskStore
+
+        return MemoryTaskStore(self._data, limits or TaskLimits(), clock, self._signer)

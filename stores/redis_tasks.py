@@ -1,0 +1,117 @@
+"""The Redis backend's task store: every call is one EVALSHA (list: one EVALSHA plus one HMGET).
+
+Capacity is global across scopes, so all task keys share one hash tag (see :mod:`stores.keys`). Eviction,
+lazy expiry, admission sequences and event appends happen inside ``lua/task_save.lua`` atomically. An evicted
+or expired task's event stream is left to its own TTL (refreshed on every append) rather than deleted, so the
+scripts touch only keys passed in ``KEYS``; a reused task id starts a fresh stream.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from stores import keys
+from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore
+from stores.errors import StoreError, TaskStoreFull, TaskTooLarge
+from stores.listing import CursorSigner, Row, select_page
+from stores.records import decode, encode, task_facts
+from stores.redis import text
+
+if TYPE_CHECKING:
+    from stores.redis import RedisBackend
+
+_PRELUDE = "expire_paused"
+
+
+class RedisTaskStore(TaskStore):
+    def __init__(self, backend: RedisBackend, limits: TaskLimits, clock: Callable[[], float] | None) -> None:
+        self.limits = limits
+        self._backend = backend
+        self._conn = backend.connection
+        self._prefix = backend.prefix
+        self._clock = clock or time.time
+        self._keys = list(keys.task_keys(self._prefix).values())
+        self._load = self._conn.script(_PRELUDE, "task_load")
+        self._save = self._conn.script(_PRELUDE, "task_save")
+        self._list = self._conn.script(_PRELUDE, "task_list")
+
+    def _times(self) -> tuple[str, str]:
+        """``now`` and the expiry cutoff as exact decimal strings (Lua would round numbers it formats)."""
+        now = float(self._clock())
+        return repr(now), repr(now - float(self.limits.paused_ttl_seconds))
+
+    def load(self, scope: str, task_id: str) -> JSON | None:
+        _, cutoff = self._times()
+        body = self._load(self._keys, [keys.task_field(scope, task_id), cutoff])
+        return None if body is None else decode(body)
+
+    def save(self, scope: str, task: JSON, events: Iterable[JSON] = ()) -> None:
+        facts = task_facts(task)
+        body = encode(task)
+        size = len(body.encode())
+        if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
+            raise TaskTooLarge(
+                f"task {facts.task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}"
+            )
+        now, cutoff = self._times()
+        args = [
+            keys.task_field(scope, facts.task_id),
+            body,
+            encode(facts.info()),
+            facts.retention,
+            now,
+            cutoff,
+            self.limits.max_tasks,
+            self.limits.max_total_bytes,
+            self.limits.max_task_bytes,
+            self._backend.events_maxlen,
+            int(self._backend.events_ttl_seconds * 1000),
+            *(encode(event) for event in events),
+        ]
+        stream = keys.task_events(self._prefix, scope, facts.task_id)
+        reply = self._save([*self._keys, stream], args)
+        outcome = text(reply[0])
+        if outcome == "too_large":
+            raise TaskTooLarge(f"task {facts.task_id} is larger than {self.limits.max_task_bytes} bytes")
+        if outcome == "full":
+            raise TaskStoreFull("no terminal or paused task can be evicted to make room")
+        if outcome != "ok":  # pragma: no cover - a script/contract mismatch
+            raise StoreError(f"unexpected save reply {reply!r}")
+
+    def list(self, scope: str, query: TaskQuery) -> TaskPage:
+        _, cutoff = self._times()
+        prefix = keys.task_field_prefix(scope)
+        identity = keys.task_identity(self._prefix)
+        candidate = [secrets.token_hex(8), secrets.token_hex(32)]
+        reply = self._list([*self._keys, identity], [cutoff, prefix, *candidate])
+        signer = CursorSigner(text(reply[0]), bytes.fromhex(text(reply[1])))
+        rows = []
+        for i in range(2, len(reply), 3):
+            info = decode(reply[i + 1])
+            rows.append(Row(text(reply[i]), info["ts"], int(reply[i + 2]), info["ctx"], info["state"]))
+        plan = select_page(rows, scope, query, signer)
+        if not plan.task_ids:
+            return TaskPage([], plan.next_page_token, plan.total_size)
+        # Live listing: a task evicted between the two round trips is simply left out.
+        bodies = self._conn.command("hmget", self._keys[0], plan.task_ids)
+        return TaskPage([decode(b) for b in bodies if b is not None], plan.next_page_token, plan.total_size)
+
+    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> list[TaskEvent]:
+        stream = keys.task_events(self._prefix, scope, task_id)
+        options = {"block": max(1, int(timeout * 1000))} if timeout > 0 else {}
+        reply = self._conn.command("xread", {stream: after or "0-0"}, **options)
+        if isinstance(reply, dict):  # RESP3 answers with a mapping
+            reply = list(reply.items())
+        events: list[TaskEvent] = []
+        for _, entries in reply or []:
+            for event_id, fields in entries:
+                events.append(TaskEvent(text(event_id), decode(fields.get(b"e", fields.get("e")))))
+        return events
+
+    def last_event_id(self, scope: str, task_id: str) -> str | None:
+        stream = keys.task_events(self._prefix, scope, task_id)
+        newest = self._conn.command("xrevrange", stream, "+", "-", count=1)
+        return text(newest[0][0]) if newest else None

@@ -1,0 +1,150 @@
+"""Shared pytest fixtures. Each block below belongs to one part of the project; keep blocks separate."""
+
+from __future__ import annotations
+
+# ---------------------------------------------------------------------------------------------------------
+# stores: the backend table and fixtures the conformance suite (tests/stores) runs against every backend.
+# Real Redis runs only when QUINELING_TEST_REDIS_URL is set; each test gets its own key prefix, deleted after.
+# ---------------------------------------------------------------------------------------------------------
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from stores import Backend, MemoryBackend, RedisBackend, StateStore, TaskLimits, TaskStore
+
+REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
+needs_redis = pytest.mark.skipif(
+    not REDIS_URL, reason="set QUINELING_TEST_REDIS_URL to run against real Redis"
+)
+
+
+class BackendMaker:
+    """Makes backend instances of one kind; every Redis instance made by one maker shares one server."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.prefix = f"qt-{uuid.uuid4().hex[:12]}"
+        self.made: list[Backend] = []
+        self._server: Any = None
+
+    @property
+    def shared(self) -> bool:
+        """Whether two instances see the same data (true for Redis, false for the in-process store)."""
+        return self.kind != "memory"
+
+    def __call__(self, prefix: str | None = None) -> Backend:
+        backend: Backend
+        if self.kind == "memory":
+            backend = MemoryBackend()
+        elif self.kind == "fakeredis":
+            import fakeredis
+
+            self._server = self._server or fakeredis.FakeServer()
+            client = fakeredis.FakeRedis(server=self._server)
+            backend = RedisBackend("redis://fake", client=client, prefix=prefix or self.prefix)
+        else:
+            backend = RedisBackend(REDIS_URL, prefix=prefix or self.prefix)
+        self.made.append(backend)
+        return backend
+
+    def cleanup(self) -> None:
+        if self.kind == "redis" and self.made:
+            import redis
+
+            client = redis.Redis.from_url(REDIS_URL)
+            for backend in self.made:
+                for key in client.scan_iter(match=f"{backend.prefix}:*", count=500):  # type: ignore[attr-defined]
+                    client.delete(key)
+            client.close()
+        for backend in self.made:
+            backend.close()
+
+
+BACKENDS: dict[str, Any] = {
+    "memory": "memory",
+    "fakeredis": "fakeredis",
+    "redis": pytest.param("redis", marks=[pytest.mark.redis, needs_redis]),
+}
+
+
+class FakeClock:
+    """An injectable store clock (seconds since the epoch) that tests move by hand."""
+
+    def __init__(self, now: float = 1_800_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture(params=list(BACKENDS.values()), ids=list(BACKENDS))
+def make_backend(request: pytest.FixtureRequest) -> Iterator[BackendMaker]:
+    maker = BackendMaker(request.param)
+    yield maker
+    maker.cleanup()
+
+
+@pytest.fixture
+def backend(make_backend: BackendMaker) -> Backend:
+    return make_backend()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def state_store(backend: Backend) -> StateStore:
+    return backend.state_store()
+
+
+@pytest.fixture
+def task_store(backend: Backend, clock: FakeClock) -> TaskStore:
+    return backend.task_store(TaskLimits(), clock=clock)
+
+
+@pytest.fixture
+def make_task_store(backend: Backend, clock: FakeClock) -> Callable[..., TaskStore]:
+    """A task store of the test's backend with the given limits (and the test's clock)."""
+
+    def make(**limits: Any) -> TaskStore:
+        return backend.task_store(TaskLimits(**limits), clock=clock)
+
+    return make
+
+
+_skipped_redis_tests: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and "redis" in report.keywords:
+        _skipped_redis_tests.append(report.nodeid)
+
+
+def _redis_required_but_skipped() -> bool:
+    return bool(os.environ.get("QUINELING_REQUIRE_REDIS") and _skipped_redis_tests)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With QUINELING_REQUIRE_REDIS set (CI), a skipped real-Redis test fails the run instead of passing."""
+    if _redis_required_but_skipped() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _redis_required_but_skipped():
+        terminalreporter.write_line(
+            f"QUINELING_REQUIRE_REDIS is set but {len(_skipped_redis_tests)} real-Redis test(s) were skipped "
+            f"(is QUINELING_TEST_REDIS_URL set and Redis up?), e.g. {_skipped_redis_tests[0]}",
+            red=True,
+        )
+
+
+# --------------------------------------------- end of stores block ---------------------------------------

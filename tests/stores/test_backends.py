@@ -1,0 +1,89 @@
+"""Backend selection, key layout and script headers: the parts of stores/ that are not per-backend behaviour."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import pytest
+
+from stores import (
+    MemoryBackend,
+    RedisBackend,
+    StoreUnavailable,
+    TaskLimits,
+    backend_from_url,
+    keys,
+    store_from_url,
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("memory://", MemoryBackend),
+        ("redis://127.0.0.1:6379/0", RedisBackend),
+        ("rediss://cache.example:6380/1", RedisBackend),
+        ("unix:///tmp/redis.sock?db=2", RedisBackend),
+    ],
+)
+def test_url_scheme_picks_the_backend(url: str, kind: type) -> None:
+    backend = backend_from_url(url)  # Redis clients connect lazily: nothing is contacted here
+    assert isinstance(backend, kind)
+    assert store_from_url is backend_from_url
+
+
+def test_unknown_scheme_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="memory, redis"):
+        backend_from_url("postgres://localhost/db")
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [{"max_tasks": 0}, {"max_total_bytes": -1}, {"max_task_bytes": 1.5}, {"paused_ttl_seconds": 0}],
+)
+def test_task_limits_must_be_positive(limits: dict) -> None:
+    with pytest.raises(ValueError):
+        TaskLimits(**limits)
+
+
+def test_unreachable_redis_is_store_unavailable() -> None:
+    backend = RedisBackend("redis://127.0.0.1:1/0", socket_connect_timeout=0.5)
+    with pytest.raises(StoreUnavailable):
+        backend.state_store().read("s", [("a", "b")])
+
+
+def hash_tag(key: str) -> str:
+    return re.search(r"\{([^}]*)\}", key).group(1)  # type: ignore[union-attr]
+
+
+def test_a_scope_keeps_all_its_keys_on_one_hash_tag() -> None:
+    assert keys.documents("q", "default") == "q:{default}:doc"
+    for scope in ("default", "tenant/user", "{evil}", "a:b"):
+        tags = {hash_tag(build("q", scope)) for build in (keys.documents, keys.versions, keys.counters)}
+        assert len(tags) == 1
+        assert "{" not in tags.pop()
+    assert hash_tag(keys.documents("q", "{a}")) != hash_tag(keys.documents("q", "a"))
+
+
+def test_task_store_keys_share_one_hash_tag() -> None:
+    every = [*keys.task_keys("q").values(), keys.task_identity("q"), keys.task_events("q", "{s}", "t/1")]
+    assert {hash_tag(key) for key in every} == {"tasks"}
+    assert keys.task_field("a/b", "c") != keys.task_field("a", "b/c")
+
+
+def test_every_lua_script_documents_its_keys_arguments_and_return() -> None:
+    folder = resources.files("stores") / "lua"
+    scripts = [entry for entry in folder.iterdir() if entry.name.endswith(".lua")]
+    assert {s.name for s in scripts} >= {"commit.lua", "task_save.lua", "task_load.lua", "task_list.lua"}
+    for script in scripts:
+        lines = script.read_text(encoding="utf-8").splitlines()
+        width = next(i for i, line in enumerate(lines) if not line.startswith("--"))
+        comment, body = "\n".join(lines[:width]), "\n".join(lines[width:])
+        documented = set(re.findall(r"KEYS\[(\d+)\]", comment))
+        for low, high in re.findall(r"KEYS\[(\d+)\.\.(\d+)\]", comment):
+            documented |= {str(i) for i in range(int(low), int(high) + 1)}
+        assert documented, script.name
+        assert set(re.findall(r"KEYS\[(\d+)", body)) <= documented, script.name
+        assert "ARGV" in comment or "no ARGV" in comment, script.name
+        assert "Returns" in comment or "Defines" in comment, script.name

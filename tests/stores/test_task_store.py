@@ -1,0 +1,271 @@
+"""TaskStore conformance: capacity, eviction, expiry, events. Every backend in BACKENDS must pass these."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from stores import Backend, TaskLimits, TaskStore, TaskStoreFull, TaskTooLarge
+
+WORKING, COMPLETED, INPUT = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"
+
+
+def task(
+    task_id: str, state: str = COMPLETED, ts: Any = "2026-01-01T00:00:00Z", ctx: str = "ctx", **more: Any
+):
+    status: dict[str, Any] = {"state": state}
+    if ts is not None:
+        status["timestamp"] = ts
+    return {"id": task_id, "contextId": ctx, "status": status, **more}
+
+
+def ids(store: TaskStore, scope: str, candidates: list[str]) -> list[str]:
+    return [t for t in candidates if store.load(scope, t) is not None]
+
+
+def test_save_and_load(task_store: TaskStore) -> None:
+    assert task_store.load("s", "t1") is None
+    task_store.save("s", task("t1", history=[{"text": "héllo"}]))
+    assert task_store.load("s", "t1") == task("t1", history=[{"text": "héllo"}])
+    task_store.save("s", task("t1", WORKING))
+    assert task_store.load("s", "t1")["status"]["state"] == WORKING
+
+
+def test_tasks_are_scoped(task_store: TaskStore) -> None:
+    task_store.save("alice", task("t1"))
+    assert task_store.load("bob", "t1") is None
+    task_store.save("bob", task("t1", WORKING))
+    assert task_store.load("alice", "t1")["status"]["state"] == COMPLETED
+
+
+def test_no_shared_references(task_store: TaskStore) -> None:
+    original = task("t1", history=[1])
+    task_store.save("s", original)
+    original["history"].append(2)
+    loaded = task_store.load("s", "t1")
+    loaded["history"].append(3)
+    assert task_store.load("s", "t1")["history"] == [1]
+
+
+def test_eviction_takes_the_oldest_last_update_first(make_task_store, clock) -> None:
+    """At capacity the terminal/paused task updated longest ago goes, not the one admitted first."""
+    store = make_task_store(max_tasks=3)
+    for name in ("a", "b", "c"):
+        store.save("s", task(name))
+        clock.advance(1)
+    store.save("s", task("a", INPUT))  # a is now the most recently updated
+    clock.advance(1)
+    store.save("s", task("d"))
+    assert ids(store, "s", ["a", "b", "c", "d"]) == ["a", "c", "d"]
+    clock.advance(1)
+    store.save("s", task("e", WORKING))
+    assert ids(store, "s", ["a", "b", "c", "d", "e"]) == ["a", "d", "e"]
+
+
+def test_eviction_spans_scopes(make_task_store, clock) -> None:
+    """Capacity is global: a full store evicts another scope's finished task to admit this one."""
+    store = make_task_store(max_tasks=2)
+    store.save("bob", task("old"))
+    clock.advance(1)
+    store.save("alice", task("mine", WORKING))
+    clock.advance(1)
+    store.save("alice", task("new", WORKING))
+    assert store.load("bob", "old") is None
+    assert store.load("alice", "mine") and store.load("alice", "new")
+
+
+def test_active_tasks_are_never_evicted(make_task_store, clock) -> None:
+    store = make_task_store(max_tasks=3)
+    store.save("s", task("w1", WORKING))
+    clock.advance(1)
+    store.save("s", task("w2", "TASK_STATE_SUBMITTED"))
+    clock.advance(1)
+    store.save("s", task("done"))
+    clock.advance(1)
+    store.save("s", task("w3", WORKING))
+    assert ids(store, "s", ["w1", "w2", "done", "w3"]) == ["w1", "w2", "w3"]
+
+
+def test_save_into_a_store_full_of_active_tasks_changes_nothing(make_task_store, clock) -> None:
+    store = make_task_store(max_tasks=2)
+    store.save("s", task("w1", WORKING), [{"n": 1}])
+    store.save("s", task("w2", WORKING))
+    with pytest.raises(TaskStoreFull):
+        store.save("s", task("w3", COMPLETED), [{"n": 2}])
+    assert ids(store, "s", ["w1", "w2", "w3"]) == ["w1", "w2"]
+    assert store.last_event_id("s", "w3") is None
+    # Replacing a retained task needs no room and still works.
+    store.save("s", task("w1", COMPLETED))
+    assert store.load("s", "w1")["status"]["state"] == COMPLETED
+
+
+def size(value: dict) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def test_eviction_is_committed_only_if_the_task_then_fits(make_task_store, clock) -> None:
+    """If evicting every eligible task would still not make room, none of them is evicted."""
+    done, busy, huge = (
+        task("done", pad="x" * 100),
+        task("busy", WORKING, pad="x" * 300),
+        task("huge", WORKING),
+    )
+    store = make_task_store(max_tasks=10, max_total_bytes=size(done) + size(busy) + size(huge) - 1)
+    store.save("s", done)
+    clock.advance(1)
+    store.save("s", busy)
+    huge["pad"] = "x" * (size(done) + 100)
+    with pytest.raises(TaskStoreFull):
+        store.save("s", huge)
+    assert ids(store, "s", ["done", "busy", "huge"]) == ["done", "busy"]
+
+
+def test_byte_capacity_evicts_until_the_task_fits(make_task_store, clock) -> None:
+    small = [task(name, pad="x" * 150) for name in ("a", "b", "c")]
+    big = task("big", WORKING, pad="x" * 300)
+    store = make_task_store(max_tasks=10, max_total_bytes=size(small[1]) + size(small[2]) + size(big))
+    for value in small:
+        store.save("s", value)
+        clock.advance(1)
+    store.save("s", big)
+    assert ids(store, "s", ["a", "b", "c", "big"]) == ["b", "c", "big"]
+
+
+def test_growing_a_task_in_place_counts_only_its_new_size(make_task_store) -> None:
+    store = make_task_store(max_tasks=10, max_total_bytes=size(task("a", WORKING, pad="x" * 300)))
+    store.save("s", task("a", WORKING, pad="x" * 100))
+    store.save("s", task("a", WORKING, pad="x" * 300))
+    with pytest.raises(TaskStoreFull):
+        store.save("s", task("a", WORKING, pad="x" * 301))
+    assert len(store.load("s", "a")["pad"]) == 300
+
+
+def test_too_large_task_is_refused_and_changes_nothing(make_task_store) -> None:
+    store = make_task_store(max_task_bytes=200)
+    store.save("s", task("t", WORKING))
+    with pytest.raises(TaskTooLarge):
+        store.save("s", task("t", COMPLETED, pad="x" * 300), [{"n": 1}])
+    assert store.load("s", "t") == task("t", WORKING)
+    assert store.last_event_id("s", "t") is None
+
+
+def test_paused_tasks_expire_after_the_ttl(make_task_store, clock) -> None:
+    store = make_task_store(paused_ttl_seconds=60)
+    store.save("s", task("paused", INPUT))
+    store.save("s", task("auth", "TASK_STATE_AUTH_REQUIRED"))
+    store.save("s", task("busy", WORKING))
+    store.save("s", task("done"))
+    clock.advance(59)
+    assert store.load("s", "paused") is not None  # polling ...
+    clock.advance(1)
+    assert store.load("s", "paused") is None  # ... did not extend its life
+    assert ids(store, "s", ["auth", "busy", "done"]) == ["busy", "done"]
+
+
+def test_an_update_restarts_the_paused_clock(make_task_store, clock) -> None:
+    store = make_task_store(paused_ttl_seconds=60)
+    store.save("s", task("p", INPUT))
+    clock.advance(50)
+    store.save("s", task("p", INPUT, history=[1]))
+    clock.advance(50)
+    assert store.load("s", "p") is not None
+
+
+def test_expiry_is_lazy_on_list_and_save(make_task_store, clock) -> None:
+    store = make_task_store(paused_ttl_seconds=60, max_tasks=2)
+    store.save("s", task("p", INPUT))
+    store.save("s", task("w", WORKING))
+    clock.advance(61)
+    assert [t["id"] for t in store.list("s", _query()).tasks] == ["w"]
+    store.save("s", task("w2", WORKING))  # room was freed by expiry, not by evicting active work
+    assert ids(store, "s", ["p", "w", "w2"]) == ["w", "w2"]
+
+
+def test_an_expired_id_saved_again_is_a_new_task(make_task_store, clock) -> None:
+    store = make_task_store(paused_ttl_seconds=60)
+    store.save("s", task("p", INPUT), [{"n": 1}])
+    clock.advance(60)
+    store.save("s", task("p", WORKING), [{"n": 2}])
+    assert [e.payload for e in store.read_events("s", "p", None, 0)] == [{"n": 2}]
+
+
+def _query(**fields: Any):
+    from stores import TaskQuery
+
+    return TaskQuery(**fields)
+
+
+# ---- event log ----
+
+
+def test_events_are_appended_in_order_and_read_after_a_position(task_store: TaskStore) -> None:
+    assert task_store.last_event_id("s", "t") is None
+    assert task_store.read_events("s", "t", None, 0) == []
+    task_store.save("s", task("t", WORKING), [{"n": 1}, {"n": 2}])
+    task_store.save("s", task("t", COMPLETED), [{"n": 3}])
+    events = task_store.read_events("s", "t", None, 0)
+    assert [e.payload for e in events] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert len({e.event_id for e in events}) == 3
+    assert task_store.last_event_id("s", "t") == events[-1].event_id
+    later = task_store.read_events("s", "t", events[0].event_id, 0)
+    assert [e.payload for e in later] == [{"n": 2}, {"n": 3}]
+    assert task_store.read_events("s", "t", events[-1].event_id, 0) == []
+    assert task_store.read_events("other", "t", None, 0) == []
+
+
+def test_blocking_read_times_out_empty(task_store: TaskStore) -> None:
+    task_store.save("s", task("t", WORKING), [{"n": 1}])
+    last = task_store.last_event_id("s", "t")
+    started = time.monotonic()
+    assert task_store.read_events("s", "t", last, 0.3) == []
+    assert 0.25 <= time.monotonic() - started < 3
+
+
+def test_blocking_read_wakes_when_an_event_arrives(task_store: TaskStore) -> None:
+    task_store.save("s", task("t", WORKING), [{"n": 1}])
+    last = task_store.last_event_id("s", "t")
+    timer = threading.Timer(0.2, lambda: task_store.save("s", task("t", COMPLETED), [{"n": 2}]))
+    timer.start()
+    started = time.monotonic()
+    try:
+        events = task_store.read_events("s", "t", last, 5)
+    finally:
+        timer.join()
+    assert [e.payload for e in events] == [{"n": 2}]
+    assert time.monotonic() - started < 4
+
+
+# ---- round trips (Redis: each store call is one server round trip) ----
+
+
+def test_each_redis_call_is_one_round_trip(make_backend, clock) -> None:
+    """Redis: one server round trip per store call (list: two); the in-process store makes none."""
+    from stores import ChangeSet, Quota
+
+    backend: Backend = make_backend()
+
+    state, tasks = backend.state_store(), backend.task_store(TaskLimits(), clock=clock)
+    calls: list[tuple[str, Callable[[], object], int]] = [
+        ("read", lambda: state.read("s", [("a", "1"), ("b", "2")]), 1),
+        (
+            "commit",
+            lambda: state.commit(
+                "s", ChangeSet({("a", "1"): 0}, {("a", "1"): {}}, quotas=(Quota("n", 1, 5),))
+            ),
+            1,
+        ),
+        ("save", lambda: tasks.save("s", task("t"), [{"n": 1}]), 1),
+        ("load", lambda: tasks.load("s", "t"), 1),
+        ("list", lambda: tasks.list("s", _query()), 2),
+        ("last_event_id", lambda: tasks.last_event_id("s", "t"), 1),
+        ("read_events", lambda: tasks.read_events("s", "t", None, 0), 1),
+    ]
+    for name, call, expected in calls:
+        before = backend.round_trips()
+        call()
+        assert backend.round_trips() - before == (expected if make_backend.shared else 0), name
