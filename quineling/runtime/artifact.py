@@ -1,0 +1,61 @@
+"""The stored artifact: canonical source plus everything derived from it and its companions (design §4).
+
+``id`` is the SHA-256 of the UTF-8 source bytes; ``sizeBytes`` is the UTF-8 length of the canonical JSON of the
+artifact *without* ``sizeBytes``, so the aggregate artifact budget counts genomes, anatomy and companions.
+Companions (``thought, intent, intentHash, contract, sourceMap``) never change ``id``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from quineling.runtime.anatomy import build_anatomy
+from quineling.runtime.canonical import canonical_json, sha256_hex
+from quineling.runtime.genome import colors_of, harmonics_of
+from quineling.runtime.program import Body, Program
+
+COMPANION_KEYS = ("thought", "intent", "intentHash", "contract", "sourceMap")
+
+
+def normalize_companions(companions: dict[str, Any] | None) -> dict[str, Any]:
+    """All five companion keys, missing ones as None; unknown keys are a programming error."""
+    companions = companions or {}
+    unknown = set(companions) - set(COMPANION_KEYS)
+    if unknown:
+        raise ValueError(f"unknown companion keys: {sorted(unknown)}")
+    return {key: copy.deepcopy(companions.get(key)) for key in COMPANION_KEYS}
+
+
+def size_of(artifact: dict[str, Any]) -> int:
+    return len(canonical_json({k: v for k, v in artifact.items() if k != "sizeBytes"}).encode("utf-8"))
+
+
+def build_artifact(
+    source: str,
+    program: Program,
+    body: Body,
+    parents: list[str],
+    interface: dict[str, Any],
+    companions: dict[str, Any] | None,
+) -> dict[str, Any]:
+    data = source.encode("utf-8")
+    artifact: dict[str, Any] = {
+        "id": sha256_hex(data),
+        "source": source,
+        "interface": copy.deepcopy(interface),
+        "body": {"traits": dict(body["traits"]), "repeats": body["repeats"]},
+        "anatomy": build_anatomy(program, body),
+        "parents": list(parents),
+        "genomes": {"harmonics": harmonics_of(data), "colors": colors_of(data)},
+        "companions": normalize_companions(companions),
+    }
+    artifact["sizeBytes"] = size_of(artifact)
+    return artifact
+
+
+def with_companions(artifact: dict[str, Any], companions: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``artifact`` with its companions replaced and ``sizeBytes`` recomputed (id unchanged)."""
+    updated = {**artifact, "companions": normalize_companions(companions)}
+    updated["sizeBytes"] = size_of(updated)
+    return updated

@@ -1,0 +1,211 @@
+"""The build and execute operations: parse, create, compile, inspect, run, reproduce, recover, frame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from quineling.runtime import fields as f
+from quineling.runtime.artifact import build_artifact
+from quineling.runtime.context import Env, StateView
+from quineling.runtime.errors import QuinelingError
+from quineling.runtime.frame import sample_frame
+from quineling.runtime.genome import decode_genome
+from quineling.runtime.intent import check_program, program_of_intent, validate_intent
+from quineling.runtime.kernel import execute
+from quineling.runtime.library import RECORD, companions_of, load_artifact, stage_artifact
+from quineling.runtime.operations import Operation, table
+from quineling.runtime.source import parse_source, render_source
+from quineling.runtime.thought import parse_thought
+from quineling.runtime.traits import traits_from_seed
+
+MAX_PHASE = 1e9
+
+creation_options = f.record(
+    {"seed": f.Optional(f.uint32, 0), "repeats": f.Optional(f.integer(1, 8), 1)}, name="options"
+)
+frame_options = f.record(
+    {"budget": f.Optional(f.integer(4000, 24000), 4000), "crests": f.Optional(f.integer(2, 4), 2)},
+    name="options",
+)
+DEFAULT_CREATION = {"seed": 0, "repeats": 1}
+DEFAULT_FRAME = {"budget": 4000, "crests": 2}
+phase = f.number(-MAX_PHASE, MAX_PHASE)
+
+
+def _request(name: str, **fields: Any) -> f.Spec:
+    return f.record({"operation": f.one_of(name), **fields}, name=f"{name} request")
+
+
+def _body(options: dict[str, Any]) -> dict[str, Any]:
+    return {"traits": traits_from_seed(options["seed"]), "repeats": options["repeats"]}
+
+
+def _build(
+    program: dict[str, Any], body: dict[str, Any], companions: dict[str, Any] | None, *, code: str
+) -> dict[str, Any]:
+    interface = check_program(program, code=code, path="")
+    source = render_source(program, body, [])
+    return build_artifact(source, program, body, [], interface, companions)
+
+
+def parse(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    return parse_thought(args["thought"])
+
+
+def create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    outcome = parse_thought(args["thought"])
+    if outcome["status"] != "parsed":
+        return outcome
+    intent = outcome["intent"]
+    companions = companions_of(intent, thought=args["thought"], source_map=outcome["sourceMap"])
+    artifact = _build(program_of_intent(intent), _body(args["options"]), companions, code="invalid-intent")
+    stored = stage_artifact(view, env, artifact)
+    return {
+        "status": "created",
+        "artifact": stored,
+        "diagnostics": outcome["diagnostics"],
+        "assumptions": outcome["assumptions"],
+        "sourceMap": outcome["sourceMap"],
+    }
+
+
+def compile_(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    intent = args["intent"]
+    companions = companions_of(intent)
+    artifact = _build(program_of_intent(intent), _body(args["options"]), companions, code="invalid-intent")
+    return stage_artifact(view, env, artifact)
+
+
+def inspect(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    return load_artifact(view, args["artifactId"])
+
+
+def _evaluate(artifact: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    program, _body_, _parents = parse_source(artifact["source"])
+    return execute(program)
+
+
+def _record(
+    env: Env, artifact: dict[str, Any], parent: str | None, outcome: tuple[Any, Any, Any]
+) -> dict[str, Any]:
+    outputs, units, trace = outcome
+    return {
+        "id": env.new_record_id(),
+        "artifactId": artifact["id"],
+        "sourceHash": artifact["id"],
+        "parentRecordId": parent,
+        "outputs": outputs,
+        "units": units,
+        "trace": trace,
+        "createdAt": env.clock(),
+    }
+
+
+def _store_record(view: StateView, env: Env, record: dict[str, Any]) -> None:
+    view.put(RECORD, record["id"], record)
+    view.quota("records", 1, env.limits.max_records)
+
+
+def run(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    artifact = load_artifact(view, args["artifactId"])
+    record = _record(env, artifact, None, _evaluate(artifact))
+    _store_record(view, env, record)
+    return record
+
+
+def reproduce(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    view.prefetch([("artifact", args["artifactId"]), (RECORD, args["recordId"])])
+    artifact = load_artifact(view, args["artifactId"])
+    parent = view.get(RECORD, args["recordId"])
+    if parent is None:
+        raise QuinelingError("not-found", f"no retained execution record {args['recordId']}", "recordId")
+    if parent["artifactId"] != artifact["id"] or parent["sourceHash"] != artifact["id"]:
+        raise QuinelingError(
+            "record-mismatch",
+            f"record {parent['id']} belongs to {parent['artifactId']}, not this artifact",
+            "recordId",
+        )
+    record = _record(env, artifact, parent["id"], _evaluate(artifact))
+    if record["outputs"] != parent["outputs"] or record["units"] != parent["units"]:
+        raise QuinelingError(
+            "record-mismatch", "re-execution did not reproduce the parent record's outputs", "recordId"
+        )
+    _store_record(view, env, record)
+    return {"artifact": artifact, "record": record}
+
+
+def _recovered_source(recovery: dict[str, Any]) -> str:
+    present = [k for k in ("source", "harmonics", "colors") if k in recovery]
+    if len(present) != 1:
+        raise QuinelingError(
+            "invalid-request", "recovery takes exactly one of source, harmonics or colors", "recovery"
+        )
+    kind = present[0]
+    if kind == "source":
+        if not isinstance(recovery["source"], str):
+            raise QuinelingError("invalid-request", "must be a string", "recovery.source")
+        return recovery["source"]
+    data = decode_genome(kind, recovery[kind], f"recovery.{kind}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise QuinelingError("invalid-source", "recovered bytes are not UTF-8", f"recovery.{kind}") from None
+
+
+def _recovery(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise QuinelingError("invalid-request", "recovery must be an object", path)
+    for key in value:
+        if key not in ("source", "harmonics", "colors"):
+            raise QuinelingError("invalid-request", f"unknown field {key!r}", f"{path}.{key}")
+    return value
+
+
+def recover(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    source = _recovered_source(args["recovery"])
+    program, body, parents = parse_source(source, "recovery")
+    interface = check_program(program, code="invalid-source", path="recovery")
+    artifact = build_artifact(source, program, body, parents, interface, None)
+    retained = view.get("artifact", artifact["id"])
+    if retained is not None:
+        return retained
+    return stage_artifact(view, env, artifact)
+
+
+def frame(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+    artifact = load_artifact(view, args["artifactId"])
+    options = args["options"]
+    return sample_frame(
+        artifact["anatomy"], artifact["body"], args["phase"], options["budget"], options["crests"]
+    )
+
+
+thought = f.string()
+artifact_id = f.sha256_id
+
+OPERATIONS = table(
+    Operation("parse", _request("parse", thought=thought), parse),
+    Operation(
+        "create",
+        _request("create", thought=thought, options=f.Optional(creation_options, DEFAULT_CREATION)),
+        create,
+    ),
+    Operation(
+        "compile",
+        _request("compile", intent=validate_intent, options=f.Optional(creation_options, DEFAULT_CREATION)),
+        compile_,
+    ),
+    Operation("inspect", _request("inspect", artifactId=artifact_id), inspect),
+    Operation("run", _request("run", artifactId=artifact_id), run),
+    Operation(
+        "reproduce", _request("reproduce", artifactId=artifact_id, recordId=f.string(1, 128)), reproduce
+    ),
+    Operation("recover", _request("recover", recovery=_recovery), recover),
+    Operation(
+        "frame",
+        _request(
+            "frame", artifactId=artifact_id, phase=phase, options=f.Optional(frame_options, DEFAULT_FRAME)
+        ),
+        frame,
+    ),
+)

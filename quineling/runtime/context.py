@@ -1,0 +1,122 @@
+"""What an operation handler sees: a recording view of the state store, limits, a clock and an id source.
+
+Handlers are pure functions ``(args, view, env) -> result``: they read through :class:`StateView` (which
+remembers the version of everything read) and *stage* writes on it. The runtime then commits the staged
+:class:`~stores.changes.ChangeSet` once; on a conflict it throws the view away and runs the handler again on
+fresh state, so a retry never has to undo anything.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from stores.base import StateStore
+from stores.changes import ChangeSet, Key, Quota
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeLimits:
+    """Runtime capacity (design §10–§11). At capacity new entries are refused; nothing is evicted."""
+
+    max_artifacts: int = 128
+    max_artifact_bytes: int = 32 * MIB
+    max_records: int = 256
+    max_candidate_bytes: int = 2 * MIB
+    max_derivations: int = 128
+    max_derivation_bytes: int = 32 * 1024
+    max_lineage_bytes: int = 4 * MIB
+    max_admission_receipts: int = 128
+    max_world_receipts: int = 256
+    max_world_events: int = 256
+    max_world_bytes: int = 1 * MIB
+    max_acknowledgement_bytes: int = 4 * 1024
+    max_residents: int = 32
+    max_nursery: int = 8
+    max_pairs: int = 16
+    max_proposals: int = 16
+    max_attempts: int = 8  # optimistic commit retries before ``busy``
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"runtime limit {name} must be a positive integer, got {value!r}")
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def random_record_id() -> str:
+    return "rec_" + secrets.token_hex(16)
+
+
+@dataclass(slots=True)
+class Env:
+    """Injected effects, so runtime tests are deterministic."""
+
+    limits: RuntimeLimits = field(default_factory=RuntimeLimits)
+    clock: Callable[[], str] = utc_now
+    new_record_id: Callable[[], str] = random_record_id
+
+
+class StateView:
+    """Reads documents (remembering their versions) and stages writes for one commit."""
+
+    def __init__(self, store: StateStore, scope: str) -> None:
+        self._store = store
+        self._scope = scope
+        self._values: dict[Key, dict[str, Any] | None] = {}
+        self._expect: dict[Key, int] = {}
+        self._put: dict[Key, dict[str, Any]] = {}
+        self._delete: set[Key] = set()
+        self._quotas: list[Quota] = []
+
+    def prefetch(self, keys: Iterable[Key]) -> None:
+        """Read every not-yet-read key in one round trip."""
+        missing = [k for k in dict.fromkeys(keys) if k not in self._expect]
+        if not missing:
+            return
+        for key, versioned in self._store.read(self._scope, missing).items():
+            self._values[key] = versioned.value
+            self._expect[key] = versioned.version
+
+    def get(self, kind: str, ident: str) -> dict[str, Any] | None:
+        """The current value (staged writes included), or ``None`` when absent."""
+        key = (kind, ident)
+        if key in self._put:
+            return self._put[key]
+        if key in self._delete:
+            return None
+        self.prefetch([key])
+        return self._values[key]
+
+    def put(self, kind: str, ident: str, value: dict[str, Any]) -> None:
+        key = (kind, ident)
+        self.prefetch([key])  # a write depends on what it replaces
+        self._delete.discard(key)
+        self._put[key] = value
+
+    def delete(self, kind: str, ident: str) -> None:
+        key = (kind, ident)
+        self.prefetch([key])
+        self._put.pop(key, None)
+        self._delete.add(key)
+
+    def quota(self, name: str, delta: int, limit: int) -> None:
+        if delta:
+            self._quotas.append(Quota(name, delta, limit))
+
+    def change_set(self) -> ChangeSet:
+        return ChangeSet(
+            expect=dict(self._expect),
+            put=dict(self._put),
+            delete=frozenset(self._delete),
+            quotas=tuple(self._quotas),
+        )

@@ -1,0 +1,188 @@
+"""Closed-record validation for runtime requests (design §0).
+
+Every request object rejects unknown fields at any depth with ``invalid-request`` and a path; numbers must be
+finite (``non-finite``); integer fields accept integral floats such as ``23.0`` (protobuf Struct) and reject
+``23.5`` and booleans. Validators return the cleaned value, so handlers receive plain typed data.
+
+A spec is a callable ``(value, path) -> cleaned``. Compose them with :func:`record`, :func:`list_of`, etc.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from quineling.runtime.errors import QuinelingError
+
+Spec = Callable[[Any, str], Any]
+UINT32_MAX = 4_294_967_295
+_MISSING = object()
+
+
+def join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def fail(message: str, path: str, code: str = "invalid-request") -> QuinelingError:
+    return QuinelingError(code, message, path or None)
+
+
+def ensure_finite(value: Any, path: str = "") -> None:
+    """Reject NaN/Infinity anywhere inside ``value`` (dicts, lists, numbers)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise fail("numbers must be finite", path, "non-finite")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            ensure_finite(v, join(path, str(k)))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            ensure_finite(v, join(path, i))
+
+
+class Optional:
+    """Marks a record field as optional; ``default`` is used when it is absent (or omitted if _MISSING)."""
+
+    def __init__(self, spec: Spec, default: Any = _MISSING) -> None:
+        self.spec = spec
+        self.default = default
+
+
+def record(fields: Mapping[str, Spec | Optional], *, name: str = "object") -> Spec:
+    """A closed record: unknown fields are rejected, required fields must be present."""
+
+    def check(value: Any, path: str) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise fail(f"{name} must be an object", path)
+        for key in value:
+            if key not in fields:
+                raise fail(f"unknown field {key!r}", join(path, str(key)))
+        out: dict[str, Any] = {}
+        for key, spec in fields.items():
+            sub = join(path, key)
+            if key not in value or (isinstance(spec, Optional) and value[key] is None):
+                if isinstance(spec, Optional):
+                    if spec.default is not _MISSING:
+                        out[key] = spec.default
+                    continue
+                raise fail(f"missing required field {key!r}", sub)
+            inner = spec.spec if isinstance(spec, Optional) else spec
+            out[key] = inner(value[key], sub)
+        return out
+
+    return check
+
+
+def integer(lo: int, hi: int) -> Spec:
+    def check(value: Any, path: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail("must be an integer", path)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise fail("numbers must be finite", path, "non-finite")
+            if not value.is_integer():
+                raise fail("must be a whole number", path)
+            value = int(value)
+        if not lo <= value <= hi:
+            raise fail(f"must be an integer in {lo}..{hi}", path)
+        return value
+
+    return check
+
+
+uint32 = integer(0, UINT32_MAX)
+
+
+def number(lo: float = -math.inf, hi: float = math.inf) -> Spec:
+    def check(value: Any, path: str) -> int | float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise fail("must be a number", path)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise fail("numbers must be finite", path, "non-finite")
+        if not lo <= value <= hi:
+            raise fail(f"must be a number in {lo:g}..{hi:g}", path)
+        return normalize_number(value)
+
+    return check
+
+
+def normalize_number(value: int | float) -> int | float:
+    """Integral floats become ints so canonical JSON writes ``23`` not ``23.0``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def string(min_len: int = 0, max_len: int = 1 << 20, pattern: str | None = None) -> Spec:
+    rx = re.compile(pattern) if pattern else None
+
+    def check(value: Any, path: str) -> str:
+        if not isinstance(value, str):
+            raise fail("must be a string", path)
+        if not min_len <= len(value) <= max_len:
+            raise fail(f"must be {min_len}..{max_len} characters", path)
+        if rx is not None and not rx.fullmatch(value):
+            raise fail(f"must match {pattern}", path)
+        return value
+
+    return check
+
+
+def boolean(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise fail("must be true or false", path)
+    return value
+
+
+def one_of(*choices: str) -> Spec:
+    def check(value: Any, path: str) -> str:
+        if value not in choices:
+            raise fail(f"must be one of {', '.join(choices)}", path)
+        return value
+
+    return check
+
+
+def list_of(item: Spec, min_len: int = 0, max_len: int = 1 << 20) -> Spec:
+    def check(value: Any, path: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise fail("must be an array", path)
+        if not min_len <= len(value) <= max_len:
+            raise fail(f"must hold {min_len}..{max_len} items", path)
+        return [item(v, join(path, i)) for i, v in enumerate(value)]
+
+    return check
+
+
+def nullable(spec: Spec) -> Spec:
+    def check(value: Any, path: str) -> Any:
+        return None if value is None else spec(value, path)
+
+    return check
+
+
+def tagged(tag: str, variants: Mapping[str, Spec]) -> Spec:
+    """A closed union discriminated by ``tag`` (e.g. ``kind``); each variant is a :func:`record`."""
+
+    def check(value: Any, path: str) -> dict[str, Any]:
+        if not isinstance(value, Mapping):
+            raise fail("must be an object", path)
+        kind = value.get(tag)
+        if kind not in variants:
+            raise fail(f"{tag} must be one of {', '.join(variants)}", join(path, tag))
+        return variants[kind](value, path)
+
+    return check
+
+
+def any_json(value: Any, path: str) -> Any:
+    ensure_finite(value, path)
+    return value
+
+
+SHA256 = r"sha256:[0-9a-f]{64}"
+sha256_id = string(71, 71, SHA256)

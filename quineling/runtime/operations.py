@@ -1,0 +1,25 @@
+"""The operation registry: each runtime operation is a closed request spec plus a pure handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from quineling.runtime.context import Env, StateView
+from quineling.runtime.fields import Spec
+
+Handler = Callable[[dict[str, Any], StateView, Env], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """``spec`` validates the whole request (including ``operation``); ``handler`` computes the result."""
+
+    name: str
+    spec: Spec
+    handler: Handler
+
+
+def table(*operations: Operation) -> Mapping[str, Operation]:
+    return {op.name: op for op in operations}

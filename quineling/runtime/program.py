@@ -1,0 +1,59 @@
+"""The program model shared by the thought parser, intent compiler, source format, kernel and offspring.
+
+A *program* is the executable part of a lifeform, independent of how it was written down::
+
+    Program = {
+      "inputs":  [{"name": str, "type": "number" | "list", "unit": str | None, "value": number | [number]}],
+      "steps":   [{"id": str, "op": str, "args": dict, "in": [port], "out": [port]}],
+      "outputs": [{"name": str, "from": port, "type": "number" | "list", "unit": str | None}],
+    }
+
+Ports are names: every input name and every name in a step's ``out`` is a port; ``in`` and ``from`` refer to
+earlier ports. ``allocate`` has two ordered out-ports ``[allocated, remaining]``; every other op has one.
+Units are canonical unit strings (see :mod:`quineling.runtime.units`) or ``None`` for dimensionless.
+
+A *body* is ``{"traits": {"length", "girth", "curl", "hue", "gait", "temper": int −1000..1000},
+"repeats": int 1..8}``. A lifeform's canonical source (:mod:`quineling.runtime.source`) holds program, body and
+ordered parent hashes; its SHA-256 is the artifact id.
+
+An *intent* (design §2) is a program plus ``format``, ``version``, ``name`` and ``thought``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+TRAITS = ("length", "girth", "curl", "hue", "gait", "temper")
+TRAIT_MIN, TRAIT_MAX = -1000, 1000
+REPEATS_MIN, REPEATS_MAX = 1, 8
+
+PortType = Literal["number", "list"]
+
+
+class Input(TypedDict):
+    name: str
+    type: PortType
+    unit: str | None
+    value: Any
+
+
+class Step(TypedDict):
+    id: str
+    op: str
+    args: dict[str, Any]
+    # "in"/"out" are Python keywords in spirit only; TypedDict functional keys keep the wire names.
+
+
+class Output(TypedDict):
+    name: str
+    type: PortType
+    unit: str | None
+
+
+Program = dict[str, Any]
+Body = dict[str, Any]
+
+
+def program_of(intent: dict[str, Any]) -> Program:
+    """The program part of an intent (or of any mapping holding inputs/steps/outputs)."""
+    return {"inputs": intent["inputs"], "steps": intent["steps"], "outputs": intent["outputs"]}

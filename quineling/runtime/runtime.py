@@ -1,0 +1,104 @@
+"""``Runtime.dispatch``: validate, compute on a recording view, commit once, retry on conflict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from quineling.runtime.context import Env, RuntimeLimits, StateView
+from quineling.runtime.errors import QuinelingError
+from quineling.runtime.fields import ensure_finite
+from quineling.runtime.operations import Operation
+from stores.base import StateStore
+from stores.errors import ConflictError, QuotaExceeded
+
+DEFAULT_SCOPE = "default"
+
+# Operations the product defines; those not registered yet fail with a message that says so.
+ALL_OPERATIONS = (
+    "parse", "create", "compile", "inspect", "run", "reproduce", "recover", "frame",
+    "offspringPreview", "offspringFrame", "offspringAdmit", "lineage", "annotate",
+    "worldCreate", "worldInspect", "worldCommand",
+)  # fmt: skip
+
+
+def _registered_operations() -> dict[str, Operation]:
+    from quineling.runtime import build_ops
+
+    operations = dict(build_ops.OPERATIONS)
+    try:
+        from quineling.runtime.ranch import ops as ranch_ops
+    except ImportError:  # the ranch lands in a later change
+        return operations
+    operations.update(ranch_ops.OPERATIONS)
+    return operations
+
+
+class Runtime:
+    """The Quineling runtime over a state store. Stateless itself: any number may share one store."""
+
+    def __init__(
+        self,
+        store: StateStore | None = None,
+        limits: RuntimeLimits | None = None,
+        *,
+        env: Env | None = None,
+        scope: str = DEFAULT_SCOPE,
+    ) -> None:
+        if store is None:
+            from stores.memory import MemoryBackend
+
+            store = MemoryBackend().state_store()
+        self.store = store
+        self.env = env or Env()
+        if limits is not None:
+            self.env.limits = limits
+        self.scope = scope
+        self.operations: Mapping[str, Operation] = _registered_operations()
+
+    @property
+    def limits(self) -> RuntimeLimits:
+        return self.env.limits
+
+    def dispatch(self, request: Any, *, scope: str | None = None) -> dict[str, Any]:
+        """Run one request ``{operation, …fields}`` and return ``{operation, result}``.
+
+        Raises :class:`QuinelingError`; on error nothing is committed.
+        """
+        operation = self._resolve(request)
+        args = operation.spec(request, "")
+        scope = scope or self.scope
+        for _ in range(self.limits.max_attempts):
+            view = StateView(self.store, scope)
+            result = operation.handler(args, view, self.env)
+            changes = view.change_set()
+            if changes.is_empty:
+                return {"operation": operation.name, "result": result}
+            try:
+                self.store.commit(scope, changes)
+            except ConflictError:
+                continue
+            except QuotaExceeded as exc:
+                raise QuinelingError(
+                    "resource-limit", f"capacity reached: {exc.name} is limited to {exc.limit}"
+                ) from None
+            return {"operation": operation.name, "result": result}
+        raise QuinelingError("busy", "the store stayed contended; retry the request")
+
+    def _resolve(self, request: Any) -> Operation:
+        if not isinstance(request, Mapping):
+            raise QuinelingError("invalid-request", "a request must be an object", None)
+        ensure_finite(request)
+        name = request.get("operation")
+        if not isinstance(name, str):
+            raise QuinelingError("invalid-request", "operation must be a string", "operation")
+        operation = self.operations.get(name)
+        if operation is None:
+            if name in ALL_OPERATIONS:
+                raise QuinelingError(
+                    "unknown-operation",
+                    f"operation {name!r} is not yet available in this runtime",
+                    "operation",
+                )
+            raise QuinelingError("unknown-operation", f"unknown operation {name!r}", "operation")
+        return operation
