@@ -153,7 +153,11 @@ def _b64(raw: bytes) -> str:
 def _unb64(text: str) -> bytes:
     if not text or not re.fullmatch(r"[A-Za-z0-9_-]+", text):
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    # Unused trailing bits make several spellings decode alike; only the canonical one is a valid token.
+    if _b64(raw) != text:
+        raise ValueError("not canonical base64url")
+    return raw
 
 
 @dataclass(frozen=True, slots=True)
