@@ -1,0 +1,82 @@
+"""What every HTTP binding shares: the app state, the call context, media types, versions, compat loading."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from flask import current_app, request
+
+from quineling.a2a.card import normalize_version, supported_versions
+from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
+from quineling.a2a.service import A2AService, CallContext
+
+JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
+EXTENSION_NAME = "quineling"
+
+
+@dataclass(slots=True)
+class A2AState:
+    """Everything the bindings need, kept in ``app.extensions["quineling"]`` (never in module globals)."""
+
+    service: A2AService
+    base_url: str
+    legacy_compat: bool = True
+    card_superset: bool = True
+    request_limit_bytes: int = 2 * 1024 * 1024
+    card_max_age: int = 3600
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def compat(self) -> ModuleType | None:
+        """The v0.3 compat module when compat is on and the module exists (it is optional)."""
+        if not self.legacy_compat:
+            return None
+        try:
+            return importlib.import_module("quineling.a2a.compat_v03")
+        except ImportError:
+            return None
+
+
+def state() -> A2AState:
+    return current_app.extensions[EXTENSION_NAME]
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() in JSON_MEDIA_TYPES
+
+
+def requested_version() -> str:
+    """``A2A-Version`` header, else the ``A2A-Version`` query parameter; absent/empty ⇒ ``0.3`` (§9)."""
+    value = request.headers.get("A2A-Version")
+    if not value:
+        value = request.args.get("A2A-Version")
+    return normalize_version(value)
+
+
+def check_version(binding: str, version: str) -> None:
+    supported = supported_versions(state().service.card("1.0"), binding)
+    if version not in supported:
+        raise VersionNotSupportedError(
+            f"A2A-Version {version} is not supported by the {binding} binding "
+            f"(supported: {', '.join(sorted(supported))})",
+            metadata={"requestedVersion": version},
+        )
+
+
+def requested_extensions(*headers: str) -> tuple[str, ...]:
+    for name in headers:
+        value = request.headers.get(name)
+        if value:
+            return tuple(item.strip() for item in value.split(",") if item.strip())
+    return ()
+
+
+def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext:
+    if tenant is not None and not isinstance(tenant, str):
+        raise InvalidParamsError("tenant must be a string")
+    headers = ("X-A2A-Extensions", "A2A-Extensions") if legacy else ("A2A-Extensions",)
+    return CallContext(
+        tenant=tenant or "", requested_version=version, extensions=requested_extensions(*headers)
+    )

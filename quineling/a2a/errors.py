@@ -1,0 +1,147 @@
+"""A2A protocol errors. Each class carries its own wire codes; every lookup table is derived from them."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+ERROR_DOMAIN = "a2a-protocol.org"
+ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+class A2AError(Exception):
+    """Root of the protocol errors. Subclasses set the class attributes below (reference §6, v1.0.1 table)."""
+
+    code: ClassVar[int] = -32603
+    http_status: ClassVar[int] = 500
+    status: ClassVar[str] = "INTERNAL"
+    reason: ClassVar[str] = "INTERNAL_ERROR"
+    default_message: ClassVar[str] = "Internal error"
+    # Only the nine A2A errors carry an ErrorInfo in JSON-RPC ``error.data`` (D8); JSON-RPC standard errors
+    # keep their plain shape there, but REST bodies always carry one.
+    a2a: ClassVar[bool] = False
+
+    def __init__(self, message: str | None = None, *, metadata: dict[str, str] | None = None) -> None:
+        self.message = message or self.default_message
+        self.metadata = {k: str(v) for k, v in (metadata or {}).items()}
+        super().__init__(self.message)
+
+    def error_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": self.reason, "domain": ERROR_DOMAIN}
+        if self.metadata:
+            info["metadata"] = dict(self.metadata)
+        return info
+
+    def to_jsonrpc(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member: only ``code``/``message``/``data``."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.a2a:
+            error["data"] = [self.error_info()]
+        return error
+
+    def to_rest(self, http_status: int | None = None) -> dict[str, Any]:
+        """The REST body, ``google.rpc.Status`` as JSON; ``error.code`` equals the HTTP status."""
+        return {
+            "error": {
+                "code": http_status or self.http_status,
+                "status": self.status,
+                "message": self.message,
+                "details": [self.error_info()],
+            }
+        }
+
+
+# --- JSON-RPC standard errors ------------------------------------------------------------------------
+
+
+class JSONParseError(A2AError):
+    code, http_status, status, reason = -32700, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"
+    default_message = "Invalid JSON payload"
+
+
+class InvalidRequestError(A2AError):
+    code, http_status, status, reason = -32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"
+    default_message = "Request payload validation error"
+
+
+class MethodNotFoundError(A2AError):
+    code, http_status, status, reason = -32601, 404, "NOT_FOUND", "METHOD_NOT_FOUND"
+    default_message = "Method not found"
+
+
+class InvalidParamsError(A2AError):
+    code, http_status, status, reason = -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"
+    default_message = "Invalid parameters"
+
+
+class InternalError(A2AError):
+    code, http_status, status, reason = -32603, 500, "INTERNAL", "INTERNAL_ERROR"
+    default_message = "Internal error"
+
+
+# --- A2A errors ----------------------------------------------------------------------------------------
+
+
+class _A2ASpecific(A2AError):
+    a2a = True
+
+
+class TaskNotFoundError(_A2ASpecific):
+    code, http_status, status, reason = -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"
+    default_message = "Task not found"
+
+
+class TaskNotCancelableError(_A2ASpecific):
+    code, http_status, status, reason = -32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"
+    default_message = "Task cannot be canceled"
+
+
+class PushNotificationNotSupportedError(_A2ASpecific):
+    code, http_status, status = -32003, 400, "FAILED_PRECONDITION"
+    reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    default_message = "Push Notification is not supported"
+
+
+class UnsupportedOperationError(_A2ASpecific):
+    code, http_status, status, reason = -32004, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"
+    default_message = "This operation is not supported"
+
+
+class ContentTypeNotSupportedError(_A2ASpecific):
+    code, http_status, status, reason = -32005, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"
+    default_message = "Incompatible content types"
+
+
+class InvalidAgentResponseError(_A2ASpecific):
+    code, http_status, status, reason = -32006, 500, "INTERNAL", "INVALID_AGENT_RESPONSE"
+    default_message = "Invalid agent response type"
+
+
+class ExtendedAgentCardNotConfiguredError(_A2ASpecific):
+    code, http_status, status = -32007, 400, "FAILED_PRECONDITION"
+    reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+    default_message = "Extended Agent Card not configured"
+
+
+class ExtensionSupportRequiredError(_A2ASpecific):
+    code, http_status, status, reason = -32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED"
+    default_message = "Extension support required"
+
+
+class VersionNotSupportedError(_A2ASpecific):
+    code, http_status, status, reason = -32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"
+    default_message = "Version not supported"
+
+
+def _concrete(cls: type[A2AError]) -> list[type[A2AError]]:
+    found: list[type[A2AError]] = []
+    for sub in cls.__subclasses__():
+        if not sub.__name__.startswith("_"):
+            found.append(sub)
+        found.extend(_concrete(sub))
+    return found
+
+
+ALL_ERRORS: tuple[type[A2AError], ...] = tuple(_concrete(A2AError))
+ERRORS_BY_CODE: dict[int, type[A2AError]] = {cls.code: cls for cls in ALL_ERRORS}
+# Reasons are unique among the A2A errors only (the standard ones share INVALID_REQUEST etc.).
+ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ALL_ERRORS if cls.a2a}

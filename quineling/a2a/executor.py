@@ -1,0 +1,201 @@
+"""The Quineling executor: one A2A user message → one ``Runtime.dispatch`` → task state, artifact, events.
+
+Request contract (seed "Structured request contract"):
+
+* exactly one data part whose ``mediaType`` is ``application/json`` (parameters allowed) **or absent** — a
+  ``data`` part is JSON by construction, so a missing media type is accepted; any other media type is refused;
+* or exactly one text part: shorthand for ``{"operation": "create", "thought": <text>}``, text unchanged;
+* anything else (no parts, several parts, file parts, role other than ``ROLE_USER``) is an envelope error.
+
+Outcomes: success → COMPLETED; ``result.status == "clarify"`` → INPUT_REQUIRED; ``unsupported`` /
+``inconsistent`` → REJECTED (the artifact keeps the diagnostics); a :class:`QuinelingError` → FAILED with a
+status message whose ``metadata.quinelingError`` is ``{code, message, path}``. An envelope error on an
+INPUT_REQUIRED task leaves it INPUT_REQUIRED, so a corrected follow-up can still complete it.
+
+Work is synchronous and bounded: the whole execution happens inside the request, so blocking sends and
+``returnImmediately`` both return the task after dispatch (the protocol allows a synchronous agent to do so).
+Everything here is pure over its inputs; the service does the loading and the single save.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from quineling.a2a import wire
+from quineling.a2a.model import RESULT_ARTIFACT_ID, agent_message
+from quineling.runtime.errors import QuinelingError
+
+JSON = dict[str, Any]
+REJECTING_STATUSES = frozenset({"unsupported", "inconsistent"})
+
+
+class Dispatcher(Protocol):
+    def dispatch(self, request: Any) -> JSON: ...
+
+
+@dataclass(slots=True)
+class Execution:
+    """A task after one message, the events it produced (for the store's log), and the stream's first
+    ``task`` snapshot."""
+
+    task: JSON
+    events: list[JSON] = field(default_factory=list)
+    opening: JSON | None = None
+
+    def stream(self) -> list[JSON]:
+        """The events a streaming send yields: a ``task`` snapshot first, then the updates."""
+        if self.events and "task" in self.events[0]:
+            return list(self.events)
+        return [{"task": self.opening or self.task}, *self.events]
+
+
+def request_of(message: JSON) -> JSON:
+    """The runtime request a message carries, or a QuinelingError('invalid-request') for a bad envelope."""
+    if message.get("role") != "ROLE_USER":
+        raise QuinelingError("invalid-request", "the message role must be ROLE_USER", "message.role")
+    parts = message.get("parts", [])
+    if len(parts) != 1:
+        raise QuinelingError(
+            "invalid-request",
+            f"send exactly one JSON data part or one text part (got {len(parts)} parts)",
+            "message.parts",
+        )
+    part = parts[0]
+    if "text" in part:
+        return {"operation": "create", "thought": part["text"]}
+    if "data" in part:
+        media = part.get("mediaType", "application/json").split(";")[0].strip().lower()
+        if media != "application/json":
+            raise QuinelingError(
+                "invalid-request", "a data part must have mediaType application/json", "message.parts[0]"
+            )
+        return part["data"]
+    raise QuinelingError(
+        "invalid-request", "file parts are not accepted; send one JSON data part", "message.parts[0]"
+    )
+
+
+def _status_event(task: JSON) -> JSON:
+    return {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"], "status": task["status"]}}
+
+
+class QuinelingExecutor:
+    def __init__(self, runtime: Dispatcher, clock: Callable[[], str] = wire.now_rfc3339) -> None:
+        self.runtime = runtime
+        self.clock = clock
+
+    # -- entry points ---------------------------------------------------------------------------------
+
+    def start(self, task_id: str, context_id: str, message: JSON) -> Execution:
+        """A new task for ``message``; built in memory only (the caller saves it once, with its events)."""
+        message = {**message, "taskId": task_id, "contextId": context_id}
+        task: JSON = {"id": task_id, "contextId": context_id, "history": [message]}
+        self._set_status(task, "TASK_STATE_SUBMITTED")
+        execution = Execution(task, opening=copy.deepcopy(task))
+        execution.events.append({"task": copy.deepcopy(task)})
+        try:
+            request = request_of(message)
+        except QuinelingError as exc:
+            self._fail(execution, exc)
+            return execution
+        self._run(execution, request)
+        return execution
+
+    def resume(self, task: JSON, message: JSON) -> Execution:
+        """A follow-up message on a non-terminal task: the whole transcript is kept."""
+        task = copy.deepcopy(task)
+        message = {**message, "taskId": task["id"], "contextId": task["contextId"]}
+        self._retire_status_message(task)
+        task.setdefault("history", []).append(message)
+        execution = Execution(task)
+        try:
+            request = request_of(message)
+        except QuinelingError as exc:
+            if task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED":
+                # A malformed envelope keeps the task waiting for a corrected follow-up.
+                self._set_status(task, "TASK_STATE_INPUT_REQUIRED", self._error_message(task, exc))
+                execution.opening = copy.deepcopy(task)
+                execution.events.append(_status_event(task))
+                return execution
+            execution.opening = copy.deepcopy(task)
+            self._fail(execution, exc)
+            return execution
+        self._set_status(task, "TASK_STATE_WORKING")
+        execution.opening = copy.deepcopy(task)
+        self._run(execution, request)
+        return execution
+
+    def cancel(self, task: JSON) -> Execution:
+        task = copy.deepcopy(task)
+        self._retire_status_message(task)
+        self._set_status(task, "TASK_STATE_CANCELED")
+        return Execution(task, [_status_event(task)], copy.deepcopy(task))
+
+    # -- steps ----------------------------------------------------------------------------------------
+
+    def _run(self, execution: Execution, request: Any) -> None:
+        task = execution.task
+        self._set_status(task, "TASK_STATE_WORKING")
+        execution.events.append(_status_event(task))
+        try:
+            outcome = self.runtime.dispatch(request)
+        except QuinelingError as exc:
+            self._fail(execution, exc)
+            return
+        artifact = {
+            "artifactId": RESULT_ARTIFACT_ID,
+            "name": RESULT_ARTIFACT_ID,
+            "parts": [{"data": outcome, "mediaType": "application/json"}],
+        }
+        # The stable container id means a follow-up's result replaces the earlier one (seed).
+        others = [a for a in task.get("artifacts", []) if a.get("artifactId") != RESULT_ARTIFACT_ID]
+        task["artifacts"] = [*others, artifact]
+        execution.events.append(
+            {"artifactUpdate": {"taskId": task["id"], "contextId": task["contextId"], "artifact": artifact}}
+        )
+        state, message = self._state_of(task, outcome)
+        self._set_status(task, state, message)
+        execution.events.append(_status_event(task))
+
+    def _state_of(self, task: JSON, outcome: JSON) -> tuple[str, JSON | None]:
+        result = outcome.get("result")
+        status = result.get("status") if isinstance(result, dict) else None
+        operation = outcome.get("operation", "request")
+        if status == "clarify":
+            text = (
+                f"The {operation} request needs clarification; send a complete replacement request on this "
+                "task. The quineling-result artifact carries the diagnostics."
+            )
+            return "TASK_STATE_INPUT_REQUIRED", agent_message(task, text)
+        if status in REJECTING_STATUSES:
+            text = (
+                f"The {operation} request is {status}; the quineling-result artifact carries the diagnostics."
+            )
+            return "TASK_STATE_REJECTED", agent_message(task, text)
+        return "TASK_STATE_COMPLETED", None
+
+    def _fail(self, execution: Execution, exc: QuinelingError) -> None:
+        task = execution.task
+        self._set_status(task, "TASK_STATE_FAILED", self._error_message(task, exc))
+        execution.events.append(_status_event(task))
+
+    def _error_message(self, task: JSON, exc: QuinelingError) -> JSON:
+        text = f"Request failed ({exc.code}): {exc.message}"
+        if exc.path:
+            text += f" [at {exc.path}]"
+        return agent_message(task, text, {"quinelingError": exc.to_dict()})
+
+    def _retire_status_message(self, task: JSON) -> None:
+        """A replaced status message moves into history, so the transcript keeps every agent reply."""
+        previous = task.get("status", {}).pop("message", None)
+        if previous:
+            task.setdefault("history", []).append(previous)
+
+    def _set_status(self, task: JSON, state: str, message: JSON | None = None) -> None:
+        status: JSON = {"state": state, "timestamp": self.clock()}
+        if message:
+            status["message"] = message
+        task["status"] = status

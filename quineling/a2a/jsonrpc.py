@@ -1,0 +1,180 @@
+"""JSON-RPC 2.0 binding at ``/a2a/jsonrpc`` (reference §7). Parse the envelope, call the service, render.
+
+Processing order: Content-Type → size → JSON → envelope → method family (unknown ⇒ -32601) → version →
+params → call. Error envelopes
+answer HTTP 200, except a parse error or a bad Content-Type (400) and an oversized body (413) (D15).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Blueprint, Response, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
+from quineling.a2a.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+)
+from quineling.a2a.service import A2AService, CallContext
+from quineling.a2a.sse import as_a2a_error, compact, sse_response
+
+log = logging.getLogger(__name__)
+blueprint = Blueprint("a2a_jsonrpc", __name__)
+PATH = "/a2a/jsonrpc"
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    call: Callable[[A2AService, Any, CallContext], Any]
+    streaming: bool = False
+    params_optional: bool = False  # GetExtendedAgentCard may omit params
+
+
+METHODS: dict[str, Method] = {
+    "SendMessage": Method(A2AService.send_message),
+    "SendStreamingMessage": Method(A2AService.send_message_stream, streaming=True),
+    "GetTask": Method(A2AService.get_task),
+    "ListTasks": Method(A2AService.list_tasks),
+    "CancelTask": Method(A2AService.cancel_task),
+    "SubscribeToTask": Method(
+        lambda service, params, ctx: service.subscribe_to_task(params, ctx, keepalive=True), streaming=True
+    ),
+    "CreateTaskPushNotificationConfig": Method(A2AService.create_push_config),
+    "GetTaskPushNotificationConfig": Method(A2AService.get_push_config),
+    "ListTaskPushNotificationConfigs": Method(A2AService.list_push_configs),
+    "DeleteTaskPushNotificationConfig": Method(A2AService.delete_push_config),
+    "GetExtendedAgentCard": Method(A2AService.get_extended_agent_card, params_optional=True),
+}
+
+
+class _Reject(Exception):
+    """An error answered before dispatch, with its HTTP status and the id to echo."""
+
+    def __init__(self, error: A2AError, http_status: int = 200, rpc_id: Any = None) -> None:
+        self.error, self.http_status, self.rpc_id = error, http_status, rpc_id
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _envelope(rpc_id: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    if error is not None:
+        return {"jsonrpc": "2.0", "id": rpc_id, "error": error}
+    return {"jsonrpc": "2.0", "id": rpc_id, "result": result}
+
+
+def _json(body: dict[str, Any], status: int = 200) -> Response:
+    return Response(compact(body), status=status, mimetype="application/json")
+
+
+def _read_request(limit: int) -> dict[str, Any]:
+    if request.content_type and not is_json_media_type(request.content_type):
+        raise _Reject(ContentTypeNotSupportedError(f"Content-Type {request.mimetype} is not supported"), 400)
+    too_large = _Reject(InvalidRequestError(f"Request body exceeds {limit} bytes"), 413)
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large
+    try:
+        raw = request.stream.read(limit + 1)
+    except RequestEntityTooLarge:
+        raise too_large from None
+    if len(raw) > limit:
+        raise too_large
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        raise _Reject(JSONParseError(), 400) from None
+    if isinstance(body, list):
+        raise _Reject(InvalidRequestError("Batch requests are not supported"))
+    if not isinstance(body, dict):
+        raise _Reject(InvalidRequestError("The request must be a JSON object"))
+    rpc_id = body.get("id")
+    if isinstance(rpc_id, bool) or not (rpc_id is None or isinstance(rpc_id, (str, int))):
+        raise _Reject(InvalidRequestError("id must be a string, an integer or null"))
+    if body.get("jsonrpc") != "2.0":
+        raise _Reject(InvalidRequestError('jsonrpc must be exactly "2.0"'), rpc_id=rpc_id)
+    if not isinstance(body.get("method"), str):
+        raise _Reject(InvalidRequestError("method must be a string"), rpc_id=rpc_id)
+    return body
+
+
+@blueprint.route(PATH, methods=["POST"], strict_slashes=False)
+@blueprint.route(PATH + "/", methods=["POST"], strict_slashes=False)  # the TCK's httpx base_url adds "/"
+def endpoint() -> Response:
+    app_state = state()
+    rpc_id: Any = None
+    compat = None
+    try:
+        body = _read_request(app_state.request_limit_bytes)
+        rpc_id = body.get("id")
+        method_name: str = body["method"]
+        params = body.get("params")
+        version = requested_version()
+        # The family is chosen by method name first (the grammars are disjoint), then the version is checked.
+        compat = app_state.compat()
+        if compat is not None and method_name not in METHODS and method_name in compat.V03_METHODS:
+            check_version("JSONRPC", version)
+            return _call_v03(compat, method_name, params, rpc_id, version)
+        compat = None
+        method = METHODS.get(method_name)
+        if method is None:
+            raise MethodNotFoundError(f"Method not found: {method_name}")
+        check_version("JSONRPC", version)
+        if params is None and method.params_optional:
+            params = {}
+        if not isinstance(params, dict):
+            raise InvalidParamsError("params must be an object")
+        ctx = call_context(params.get("tenant"), version)
+        result = method.call(app_state.service, params, ctx)
+    except _Reject as reject:
+        return _json(_envelope(reject.rpc_id, error=reject.error.to_jsonrpc()), reject.http_status)
+    except Exception as exc:  # noqa: BLE001 - every failure is answered as a JSON-RPC error
+        error = as_a2a_error(exc)
+        rendered = compat.error_to_v03(error) if compat is not None else error.to_jsonrpc()
+        return _json(_envelope(rpc_id, error=rendered))
+    if method.streaming:
+        return _stream(result, rpc_id, lambda e: e.to_jsonrpc())
+    return _json(_envelope(rpc_id, result=result))
+
+
+def _stream(events: Iterator[Any], rpc_id: Any, render_error: Callable[[A2AError], Any]) -> Response:
+    return sse_response(
+        events,
+        lambda event: _envelope(rpc_id, result=event),
+        lambda error: _envelope(rpc_id, error=render_error(error)),
+    )
+
+
+def _call_v03(compat: Any, method: str, params: Any, rpc_id: Any, version: str) -> Response:
+    service = state().service
+    ctx = call_context(params.get("tenant") if isinstance(params, dict) else None, version, legacy=True)
+    try:
+        result = compat.call_v03(service, method, params, ctx)
+    except Exception as exc:  # noqa: BLE001
+        error = compat.error_to_v03(as_a2a_error(exc))
+        if compat.resubscribe_always_sse(method):
+            return _error_stream(rpc_id, error)  # strict v0.3 clients accept only a stream here (§12.4)
+        return _json(_envelope(rpc_id, error=error))
+    if compat.is_stream_method(method):
+        return _stream(result, rpc_id, compat.error_to_v03)
+    return _json(_envelope(rpc_id, result=result))
+
+
+def _error_stream(rpc_id: Any, error: dict[str, Any]) -> Response:
+    def events() -> Iterator[str]:
+        yield f"data: {compact(_envelope(rpc_id, error=error))}\n\n"
+
+    response = Response(events(), mimetype="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"
+    return response

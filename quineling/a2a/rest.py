@@ -1,0 +1,274 @@
+"""HTTP+JSON binding at ``/a2a/rest`` (reference §8), built with flask-smorest so the OpenAPI document is
+generated. Views parse the wire shape, call the service and render; errors are ``google.rpc.Status`` bodies.
+
+Every route also exists under ``/<tenant>/…`` (the path tenant wins over one in the body or query).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+from flask import Flask, Response, request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+from webargs.flaskparser import FlaskParser
+from werkzeug.exceptions import HTTPException
+
+from quineling.a2a import schemas
+from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
+from quineling.a2a.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+)
+from quineling.a2a.service import CallContext
+from quineling.a2a.sse import as_a2a_error, compact, sse_response
+
+PREFIX = "/a2a/rest"
+_BODY_KEY = "quineling.a2a.body"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def request_body() -> dict[str, Any]:
+    """The JSON body, parsed strictly once per request (cached in the WSGI environ, which is per request,
+    unlike ``g``); an empty body is ``{}``."""
+    cached = request.environ.get(_BODY_KEY)
+    if cached is not None:
+        return cached
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        body: Any = {}
+    else:
+        try:
+            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            raise JSONParseError() from None
+        if not isinstance(body, dict):
+            raise InvalidRequestError("The request body must be a JSON object")
+    request.environ[_BODY_KEY] = body
+    return body
+
+
+class _Parser(FlaskParser):
+    """webargs parser that reads our strictly parsed body and reports A2A errors, never smorest's 422."""
+
+    def _raw_load_json(self, req: Any) -> Any:
+        return request_body()
+
+    def handle_error(self, error: Any, req: Any, schema: Any, **_kwargs: Any) -> NoReturn:
+        raise InvalidParamsError(f"Invalid request fields: {compact(error.normalized_messages())}")
+
+
+class RestBlueprint(Blueprint):
+    ARGUMENTS_PARSER = _Parser()
+
+
+blp = RestBlueprint("a2a_rest", __name__, url_prefix=PREFIX, description="A2A 1.0 HTTP+JSON binding")
+
+
+def _routes(path: str) -> list[str]:
+    return [path, "/<tenant>" + path]
+
+
+def route(path: str) -> Any:
+    def decorator(view: Any) -> Any:
+        for rule in _routes(path):
+            blp.route(rule)(view)
+        return view
+
+    return decorator
+
+
+# --- request checks and rendering ----------------------------------------------------------------------
+
+
+@blp.before_request
+def _check_request() -> None:
+    limit = state().request_limit_bytes
+    if request.content_length is not None and request.content_length > limit:
+        _too_large(limit)
+    has_body = bool(request.content_length) or request.headers.get("Transfer-Encoding") == "chunked"
+    if has_body and not is_json_media_type(request.content_type):
+        error = ContentTypeNotSupportedError(f"Content-Type {request.mimetype or '(none)'} is not supported")
+        error.http_status = 415  # a bad request header is an HTTP media-type problem (D1)
+        raise error
+    if has_body and len(request.get_data(cache=True)) > limit:
+        _too_large(limit)
+    check_version("HTTP+JSON", requested_version())
+
+
+def _too_large(limit: int) -> NoReturn:
+    error = InvalidRequestError(f"Request body exceeds {limit} bytes")
+    error.http_status = 413
+    raise error
+
+
+def _media_type() -> str:
+    # D2: answer application/a2a+json only to clients that ask for it.
+    return (
+        "application/a2a+json"
+        if "application/a2a+json" in request.headers.get("Accept", "")
+        else "application/json"
+    )
+
+
+def render(value: Any, status: int = 200) -> Response:
+    return Response(compact(value), status=status, mimetype=_media_type())
+
+
+def render_error(error: A2AError) -> Response:
+    body = error.to_rest()
+    return Response(compact(body), status=body["error"]["code"], mimetype="application/json")
+
+
+@blp.errorhandler(Exception)
+def _handle(exc: Exception) -> Response:
+    if isinstance(exc, HTTPException) and not isinstance(exc, A2AError):
+        return _http_error(exc)
+    return render_error(as_a2a_error(exc))
+
+
+def _http_error(exc: HTTPException) -> Response:
+    code = exc.code or 500
+    error_cls: type[A2AError] = {
+        404: MethodNotFoundError,
+        400: InvalidParamsError,
+        422: InvalidParamsError,
+    }.get(code, InternalError if code >= 500 else InvalidRequestError)
+    error = error_cls(exc.description if code not in (400, 422) else None)
+    error.http_status = code if code != 422 else 400
+    return render_error(error)
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Routing errors (404/405) happen outside the blueprint: keep them A2A-shaped under ``/a2a/rest``.
+    Registered after flask-smorest's own HTTPException handler, which it replaces."""
+
+    def handle(exc: HTTPException) -> Any:
+        if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
+            return _http_error(exc)
+        if request.path.startswith("/a2a/jsonrpc"):
+            error = {
+                "code": InvalidRequestError.code,
+                "message": exc.description or InvalidRequestError.default_message,
+            }
+            body = {"jsonrpc": "2.0", "id": None, "error": error}
+            return Response(compact(body), status=exc.code or 400, mimetype="application/json")
+        return exc  # werkzeug's own response elsewhere
+
+    app.register_error_handler(HTTPException, handle)
+
+
+def ctx(tenant: str | None, body: dict[str, Any] | None = None) -> CallContext:
+    return call_context(tenant or (body or {}).get("tenant"), requested_version())
+
+
+def _sse(events: Any) -> Response:
+    response = sse_response(events, lambda event: event, lambda error: error.to_rest())
+    return response
+
+
+# --- views ---------------------------------------------------------------------------------------------
+
+
+@route("/message:send")
+class SendMessage(MethodView):
+    @blp.arguments(schemas.SendMessageRequestSchema)
+    @blp.response(200, schemas.SendMessageResponseSchema)
+    def post(self, _args: dict[str, Any], tenant: str | None = None) -> Response:
+        body = request_body()
+        return render(state().service.send_message(body, ctx(tenant, body)))
+
+
+@route("/message:stream")
+class SendStreamingMessage(MethodView):
+    @blp.arguments(schemas.SendMessageRequestSchema)
+    @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
+    def post(self, _args: dict[str, Any], tenant: str | None = None) -> Response:
+        body = request_body()
+        return _sse(state().service.send_message_stream(body, ctx(tenant, body)))
+
+
+@route("/tasks")
+class ListTasks(MethodView):
+    @blp.arguments(schemas.ListTasksQuerySchema, location="query")
+    @blp.response(200, schemas.ListTasksResponseSchema)
+    def get(self, _args: dict[str, Any], tenant: str | None = None) -> Response:
+        params = request.args.to_dict()
+        return render(state().service.list_tasks(params, ctx(tenant, params)))
+
+
+@route("/tasks/<task_id>")
+class GetTask(MethodView):
+    @blp.arguments(schemas.GetTaskQuerySchema, location="query")
+    @blp.response(200, schemas.TaskSchema)
+    def get(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        params = {**request.args.to_dict(), "id": task_id}
+        return render(state().service.get_task(params, ctx(tenant, params)))
+
+
+@route("/tasks/<task_id>:cancel")
+class CancelTask(MethodView):
+    @blp.arguments(schemas.CancelTaskRequestSchema)
+    @blp.response(200, schemas.TaskSchema)
+    def post(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        body = {**request_body(), "id": task_id}
+        return render(state().service.cancel_task(body, ctx(tenant, body)))
+
+
+@route("/tasks/<task_id>:subscribe")
+class SubscribeToTask(MethodView):
+    """GET per the proto, POST per the spec prose (D3): both are served."""
+
+    @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
+    def get(self, task_id: str, tenant: str | None = None) -> Response:
+        return _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True))
+
+    @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
+    def post(self, task_id: str, tenant: str | None = None) -> Response:
+        request_body()  # a body, if any, must still be valid JSON
+        return _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True))
+
+
+@route("/tasks/<task_id>/pushNotificationConfigs")
+class PushConfigs(MethodView):
+    @blp.arguments(schemas.PushConfigRequestSchema)
+    @blp.response(200, schemas.PushConfigSchema)
+    def post(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        body = {**request_body(), "taskId": task_id}
+        return render(state().service.create_push_config(body, ctx(tenant, body)))
+
+    @blp.arguments(schemas.PushConfigListQuerySchema, location="query")
+    @blp.response(200, schemas.PushConfigSchema(many=True))
+    def get(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        params = {**request.args.to_dict(), "taskId": task_id}
+        return render(state().service.list_push_configs(params, ctx(tenant, params)))
+
+
+@route("/tasks/<task_id>/pushNotificationConfigs/<config_id>")
+class PushConfig(MethodView):
+    @blp.response(200, schemas.PushConfigSchema)
+    def get(self, task_id: str, config_id: str, tenant: str | None = None) -> Response:
+        params = {"taskId": task_id, "id": config_id}
+        return render(state().service.get_push_config(params, ctx(tenant)))
+
+    @blp.response(200)
+    def delete(self, task_id: str, config_id: str, tenant: str | None = None) -> Response:
+        params = {"taskId": task_id, "id": config_id}
+        state().service.delete_push_config(params, ctx(tenant))
+        return render({})
+
+
+@route("/extendedAgentCard")
+class ExtendedAgentCard(MethodView):
+    @blp.response(200)
+    def get(self, tenant: str | None = None) -> Response:
+        return render(state().service.get_extended_agent_card({}, ctx(tenant)))

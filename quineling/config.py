@@ -1,0 +1,131 @@
+"""Settings: defaults, then ``QUINELING_*`` environment variables, then an explicit mapping; validated at
+start-up so a bad value fails with a message naming the variable."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+MIB = 1024 * 1024
+ENV_PREFIX = "QUINELING_"
+
+
+class ConfigError(ValueError):
+    """An invalid setting; the message names the variable and what it accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    a2a_host: str = "127.0.0.1"
+    a2a_port: int = 8049
+    base_url: str = ""  # advertised origin; defaults to http://<host>:<port>
+    store_url: str = "memory://"
+    legacy_compat: bool = True
+    card_superset: bool = True  # off: header-less discovery gets the pure 1.0 card (for a TCK run, D7)
+    request_limit_bytes: int = 2 * MIB
+    task_max: int = 128
+    task_max_bytes: int = 64 * MIB
+    task_max_task_bytes: int = 16 * MIB
+    task_ttl_seconds: float = 15 * 60
+    max_artifacts: int = 128
+    max_records: int = 256
+    workers: int = 1
+    threads: int = 8
+    card_max_age: int = 3600
+    subscribe_max_seconds: float = 3600.0
+    keepalive_seconds: float = 15.0
+
+    @property
+    def advertised_url(self) -> str:
+        return (self.base_url or f"http://{self.a2a_host}:{self.a2a_port}").rstrip("/")
+
+
+_FALSE = {"0", "false", "off", "no"}
+_TRUE = {"1", "true", "on", "yes"}
+_POSITIVE = {
+    "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
+    "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
+}  # fmt: skip
+
+
+def _convert(name: str, kind: Any, raw: Any) -> Any:
+    label = ENV_PREFIX + name.upper()
+    if kind == "bool" or kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in _FALSE | _TRUE:
+            return text in _TRUE
+        raise ConfigError(f"{label} must be one of on/off, true/false, 1/0 (got {raw!r})")
+    if kind == "int" or kind is int:
+        try:
+            value: Any = int(str(raw).strip()) if not isinstance(raw, int) or isinstance(raw, bool) else raw
+        except ValueError:
+            raise ConfigError(f"{label} must be an integer (got {raw!r})") from None
+    elif kind == "float" or kind is float:
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{label} must be a number (got {raw!r})") from None
+    else:
+        value = str(raw).strip()
+    if name in _POSITIVE and not value > 0:
+        raise ConfigError(f"{label} must be positive (got {raw!r})")
+    return value
+
+
+def load_settings(config: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Defaults ← environment ← ``config`` (keys as ``QUINELING_A2A_PORT`` or ``a2a_port``)."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        key = ENV_PREFIX + f.name.upper()
+        if env.get(key) not in (None, ""):
+            values[f.name] = _convert(f.name, f.type, env[key])
+        for candidate in (key, f.name):
+            if config and config.get(candidate) is not None:
+                values[f.name] = _convert(f.name, f.type, config[candidate])
+    settings = replace(Settings(), **values)
+    _validate(settings)
+    return settings
+
+
+def _validate(settings: Settings) -> None:
+    if not 0 < settings.a2a_port < 65536:
+        raise ConfigError(f"QUINELING_A2A_PORT must be 1..65535 (got {settings.a2a_port})")
+    if settings.base_url:
+        parts = urlsplit(settings.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(
+                f"QUINELING_BASE_URL must be an absolute http(s) origin (got {settings.base_url!r})"
+            )
+    if "://" not in settings.store_url:
+        raise ConfigError("QUINELING_STORE_URL must be a URL such as memory:// or redis://host:6379/0")
+    if settings.task_max_task_bytes > settings.task_max_bytes:
+        raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
+
+
+def gunicorn_options(settings: Settings) -> dict[str, Any]:
+    """gunicorn settings shared by ``quineling serve`` and ``deploy/gunicorn.conf.py``.
+
+    gthread workers: an open SSE stream holds a thread, not a process. More than one worker process needs a
+    shared store, because the memory:// store lives inside one process; that combination is refused.
+    """
+    if settings.workers > 1 and settings.store_url.startswith("memory:"):
+        raise ConfigError(
+            f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
+            "Use Redis (QUINELING_STORE_URL=redis://host:6379/0) or set QUINELING_WORKERS=1."
+        )
+    return {
+        "bind": f"{settings.a2a_host}:{settings.a2a_port}",
+        "worker_class": "gthread",
+        "workers": settings.workers,
+        "threads": settings.threads,
+        "timeout": 3600,  # streams stay open; gthread's heartbeat keeps a busy worker alive
+        "graceful_timeout": 30,
+        "keepalive": 5,
+        "accesslog": "-",
+    }

@@ -1,0 +1,108 @@
+"""Settings from the environment, start-up validation, and the gunicorn/CLI entry points."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from quineling.config import ConfigError, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults() -> None:
+    settings = load_settings(env={})
+    assert (settings.a2a_host, settings.a2a_port, settings.store_url) == ("127.0.0.1", 8049, "memory://")
+    assert settings.legacy_compat and settings.request_limit_bytes == 2 * 1024 * 1024
+    assert settings.advertised_url == "http://127.0.0.1:8049"
+
+
+def test_environment_and_mapping() -> None:
+    env = {"QUINELING_A2A_PORT": "9100", "QUINELING_LEGACY_COMPAT": "off", "QUINELING_TASK_MAX": "7"}
+    settings = load_settings(env=env)
+    assert settings.a2a_port == 9100 and not settings.legacy_compat and settings.task_max == 7
+    assert settings.advertised_url == "http://127.0.0.1:9100"
+    assert load_settings({"QUINELING_A2A_PORT": 1234}, env=env).a2a_port == 1234
+    assert load_settings({"legacy_compat": True}, env=env).legacy_compat
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"QUINELING_A2A_PORT": "http"}, "QUINELING_A2A_PORT"),
+        ({"QUINELING_A2A_PORT": "70000"}, "QUINELING_A2A_PORT"),
+        ({"QUINELING_LEGACY_COMPAT": "maybe"}, "QUINELING_LEGACY_COMPAT"),
+        ({"QUINELING_REQUEST_LIMIT_BYTES": "0"}, "QUINELING_REQUEST_LIMIT_BYTES"),
+        ({"QUINELING_BASE_URL": "localhost:8049"}, "QUINELING_BASE_URL"),
+        ({"QUINELING_STORE_URL": "redis"}, "QUINELING_STORE_URL"),
+    ],
+)
+def test_invalid_settings_name_the_variable(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        load_settings(env=env)
+
+
+def _gunicorn_conf(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    code = "import runpy; runpy.run_path('deploy/gunicorn.conf.py')"
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True
+    )
+
+
+def test_gunicorn_refuses_several_workers_on_memory_store() -> None:
+    result = _gunicorn_conf({"QUINELING_WORKERS": "2", "QUINELING_STORE_URL": "memory://"})
+    assert result.returncode != 0 and "QUINELING_STORE_URL=redis://" in result.stderr
+    ok = _gunicorn_conf({"QUINELING_WORKERS": "1", "QUINELING_THREADS": "4"})
+    assert ok.returncode == 0, ok.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_quineling_serve_runs_gunicorn() -> None:
+    port = _free_port()
+    env = {**os.environ, "QUINELING_A2A_PORT": str(port), "PYTHONPATH": str(ROOT)}
+    cli = [sys.executable, "-c", "from quineling.cli import main; main(['serve'])"]
+    process = subprocess.Popen(cli, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(base + "/healthz", timeout=1) as response:
+                    assert json.load(response) == {"status": "ok"}
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("server did not start")
+        request = urllib.request.Request(
+            base + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            card = json.load(response)
+        assert card["supportedInterfaces"][0]["url"] == f"{base}/a2a/jsonrpc"
+        message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "[2,3,4] | square | sum"}]}
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}}
+        )
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        stream = urllib.request.Request(base + "/a2a/jsonrpc", data=body.encode(), headers=headers)
+        with urllib.request.urlopen(stream, timeout=10) as response:
+            assert response.headers["Content-Type"].startswith("text/event-stream")
+            events = [line for line in response.read().decode().split("\n") if line.startswith("data: ")]
+        assert len(events) == 4 and '"task"' in events[0]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

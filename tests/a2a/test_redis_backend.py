@@ -1,0 +1,53 @@
+"""The A2A layer over the Redis backend (fakeredis): round-trip budget and cross-request streaming."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from quineling.app import create_app
+from quineling.runtime.runtime import Runtime
+from tests.a2a.conftest import V1, JsonRpcBinding, text, user_message
+
+fakeredis = pytest.importorskip("fakeredis")
+
+
+@pytest.fixture
+def backend() -> Any:
+    from stores.redis import RedisBackend
+
+    return RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="a2a-test")
+
+
+@pytest.fixture
+def redis_client(backend: Any) -> Any:
+    config = {"keepalive_seconds": 0.2, "subscribe_max_seconds": 5}
+    app = create_app(
+        runtime=Runtime(store=backend.state_store()), task_store=backend.task_store(), config=config
+    )
+    return app.test_client()
+
+
+def test_new_task_send_uses_at_most_three_round_trips(backend: Any, redis_client: Any) -> None:
+    """Runtime read + runtime commit + one task save (with all its events)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": user_message(text("[2,3,4] | square | sum | report total"))}}  # fmt: skip
+    redis_client.post("/a2a/jsonrpc", json=body, headers=V1)  # warm-up: script registration
+    before = backend.round_trips()
+    response = redis_client.post("/a2a/jsonrpc", json=body, headers=V1).get_json()
+    assert response["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert backend.round_trips() - before <= 3
+
+
+def test_subscribe_relays_follow_up(redis_client: Any) -> None:
+    binding = JsonRpcBinding(redis_client)
+    task = binding.call("SendMessage", {"message": user_message(text(""))}).value["task"]
+    stream = iter(binding.stream("SubscribeToTask", {"id": task["id"]}).value)
+    assert next(stream)["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    binding.call(
+        "SendMessage",
+        {"message": user_message(text("[2,3,4] | square | sum | report total"), taskId=task["id"])},
+    )
+    states = [e["statusUpdate"]["status"]["state"] for e in stream if "statusUpdate" in e]
+    assert states[-1] == "TASK_STATE_COMPLETED"

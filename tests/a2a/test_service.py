@@ -1,0 +1,104 @@
+"""The service and executor without HTTP: store round trips, eager stream errors, store failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from quineling.a2a import errors
+from quineling.a2a.executor import QuinelingExecutor, request_of
+from quineling.a2a.service import A2AService, CallContext
+from quineling.runtime.errors import QuinelingError
+from stores.base import backend_from_url
+from stores.errors import TaskStoreFull, TaskTooLarge
+from tests.a2a.conftest import FakeRuntime, text, user_message
+
+
+class CountingStore:
+    """A task store proxy that counts calls per method."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: dict[str, int] = {}
+        self.fail: Exception | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            if self.fail is not None and name == "save":
+                raise self.fail
+            return target(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture
+def store() -> CountingStore:
+    return CountingStore(backend_from_url("memory://").task_store())
+
+
+@pytest.fixture
+def service(store: CountingStore) -> A2AService:
+    return A2AService(FakeRuntime(), store, lambda _v: {})  # type: ignore[arg-type]
+
+
+CTX = CallContext()
+
+
+def test_new_task_is_saved_once_with_all_events(service: A2AService, store: CountingStore) -> None:
+    """No separate SUBMITTED save: one save carries the snapshot, working, artifact and final events."""
+    task = service.send_message({"message": user_message(text("x"))}, CTX)["task"]
+    assert store.calls == {"save": 1}
+    events = [e.payload for e in store.inner.read_events(CTX.scope, task["id"], None, 0)]
+    assert [next(iter(e)) for e in events] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+
+
+def test_stream_errors_are_eager(service: A2AService) -> None:
+    with pytest.raises(errors.TaskNotFoundError):
+        service.send_message_stream({"message": user_message(text("x"), taskId="nope")}, CTX)
+    with pytest.raises(errors.TaskNotFoundError):
+        service.subscribe_to_task({"id": "nope"}, CTX)
+
+
+@pytest.mark.parametrize(
+    ("failure", "needle"), [(TaskTooLarge("big"), "size limit"), (TaskStoreFull("full"), "full")]
+)
+def test_store_limits_become_internal_errors(
+    service: A2AService, store: CountingStore, failure: Exception, needle: str
+) -> None:
+    store.fail = failure
+    with pytest.raises(errors.InternalError, match=needle):
+        service.send_message({"message": user_message(text("x"))}, CTX)
+
+
+def test_scopes_are_separate(service: A2AService) -> None:
+    task = service.send_message({"message": user_message(text("x"))}, CallContext(tenant="a"))["task"]
+    with pytest.raises(errors.TaskNotFoundError):
+        service.get_task({"id": task["id"]}, CallContext(tenant="b"))
+    with pytest.raises(errors.TaskNotFoundError):
+        service.get_task({"id": task["id"]}, CallContext(tenant="a", user="someone-else"))
+    assert service.get_task({"id": task["id"]}, CallContext(tenant="a"))["id"] == task["id"]
+
+
+def test_history_length_is_capped(service: A2AService) -> None:
+    task = service.send_message({"message": user_message(text("x"))}, CTX)["task"]
+    assert service.get_task({"id": task["id"], "historyLength": 10**6}, CTX)["history"]
+
+
+def test_request_of_rules() -> None:
+    assert request_of({"role": "ROLE_USER", "parts": [text("")]}) == {"operation": "create", "thought": ""}
+    with pytest.raises(QuinelingError) as caught:
+        request_of({"role": "ROLE_USER", "parts": [{"raw": "AAAA"}]})
+    assert caught.value.code == "invalid-request"
+
+
+def test_executor_timestamps_come_from_clock() -> None:
+    executor = QuinelingExecutor(FakeRuntime(), clock=lambda: "2026-01-01T00:00:00.000Z")
+    execution = executor.start("t", "c", {"messageId": "m", "role": "ROLE_USER", "parts": [text("x")]})
+    assert execution.task["status"] == {
+        "state": "TASK_STATE_COMPLETED",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+    }

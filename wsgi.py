@@ -1,0 +1,3 @@
+from quineling import create_app
+
+app = create_app()
