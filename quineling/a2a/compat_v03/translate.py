@@ -1,0 +1,323 @@
+"""v0.3 ⇄ 1.0 object translators (reference §12.2–§12.3): pure functions over JSON dicts.
+
+``*_to_v1`` read v0.3 JSON (from a legacy client) and raise :class:`InvalidParamsError` on a shape that cannot
+be translated; fields that merely fail 1.0 validation (a missing ``messageId``…) are passed on for the 1.0
+service to judge, so both generations get the same verdicts. ``*_to_v03`` render the 1.0 service's output for
+a legacy client. No function mutates its input or returns an alias of it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from quineling.a2a.compat_v03._shape import (
+    Json,
+    check_kind,
+    copy_nonempty,
+    copy_present,
+    invalid,
+    require_array,
+    require_object,
+)
+from quineling.a2a.errors import A2AError, InternalError
+
+# Marks a v0.3 data part that wraps a non-object 1.0 value as {"value": …} (v0.3 data must be an object).
+DATA_PART_COMPAT = "data_part_compat"
+V03_EXTENDED_CARD_NOT_CONFIGURED = "Authenticated Extended Card not configured"
+
+_ROLES_TO_V1 = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
+_STATE_PAIRS = (
+    ("unknown", "TASK_STATE_UNSPECIFIED"),
+    ("submitted", "TASK_STATE_SUBMITTED"),
+    ("working", "TASK_STATE_WORKING"),
+    ("completed", "TASK_STATE_COMPLETED"),
+    ("failed", "TASK_STATE_FAILED"),
+    ("canceled", "TASK_STATE_CANCELED"),
+    ("input-required", "TASK_STATE_INPUT_REQUIRED"),
+    ("rejected", "TASK_STATE_REJECTED"),
+    ("auth-required", "TASK_STATE_AUTH_REQUIRED"),
+)  # in 1.0 enum-number order, so the index is the proto number
+_STATES_TO_V1 = dict(_STATE_PAIRS)
+_STATES_TO_V03 = {v1: v03 for v03, v1 in _STATE_PAIRS}
+TERMINAL_V03_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
+
+
+# --- enums ---------------------------------------------------------------------------------------------
+
+
+def role_to_v1(role: Any, path: str = "message.role") -> str:
+    if role not in _ROLES_TO_V1:
+        raise invalid(path, "must be 'user' or 'agent'")
+    return _ROLES_TO_V1[role]
+
+
+def role_to_v03(role: Any) -> str:
+    # v0.3 knows only two roles; everything that is not the user is the agent (JS and PY agree).
+    return "user" if role == "ROLE_USER" or (role == 1 and not isinstance(role, bool)) else "agent"
+
+
+def state_to_v1(state: Any, path: str = "status.state") -> str:
+    if state not in _STATES_TO_V1:
+        raise invalid(path, f"must be one of {', '.join(_STATES_TO_V1)}")
+    return _STATES_TO_V1[state]
+
+
+def state_to_v03(state: Any) -> str:
+    if isinstance(state, int) and not isinstance(state, bool) and 0 <= state < len(_STATE_PAIRS):
+        return _STATE_PAIRS[state][0]
+    return _STATES_TO_V03.get(state, "unknown")
+
+
+def is_final_v03(state: str) -> bool:
+    return state in TERMINAL_V03_STATES
+
+
+# --- parts ---------------------------------------------------------------------------------------------
+
+
+def _infer_part_kind(part: Json) -> Any:
+    """Tolerate a v0.3 part without ``kind`` when its content member says what it is."""
+    found = [kind for kind in ("text", "file", "data") if kind in part]
+    return found[0] if len(found) == 1 else None
+
+
+def _file_to_v1(file: Json, path: str) -> Json:
+    content = [name for name in ("bytes", "uri") if file.get(name) is not None]
+    if len(content) != 1:
+        raise invalid(path, "must have exactly one of bytes or uri")
+    name = content[0]
+    if not isinstance(file[name], str):
+        raise invalid(f"{path}.{name}", "must be a string")
+    out: Json = {"raw" if name == "bytes" else "url": file[name]}
+    if file.get("name"):
+        out["filename"] = file["name"]
+    if file.get("mimeType"):
+        out["mediaType"] = file["mimeType"]
+    return out
+
+
+def part_to_v1(part: Any, path: str = "part") -> Json:
+    part = require_object(part, path)
+    kind = part.get("kind") or _infer_part_kind(part)
+    metadata = copy.deepcopy(require_object(part.get("metadata") or {}, f"{path}.metadata"))
+    if kind == "text":
+        if not isinstance(part.get("text"), str):
+            raise invalid(f"{path}.text", "must be a string")
+        out: Json = {"text": part["text"]}
+    elif kind == "file":
+        out = _file_to_v1(require_object(part.get("file"), f"{path}.file"), f"{path}.file")
+    elif kind == "data":
+        if part.get("data") is None:
+            raise invalid(f"{path}.data", "is required")
+        data = copy.deepcopy(part["data"])
+        if metadata.get(DATA_PART_COMPAT) is True and isinstance(data, dict) and "value" in data:
+            data = data["value"]  # undo the wrapping done by part_to_v03
+            del metadata[DATA_PART_COMPAT]
+        out = {"data": data}
+    else:
+        raise invalid(f"{path}.kind", "must be 'text', 'file' or 'data'")
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def part_to_v03(part: Json) -> Json:
+    metadata = copy.deepcopy(part.get("metadata")) or {}
+    if part.get("text") is not None:
+        out: Json = {"kind": "text", "text": part["text"]}
+    elif part.get("raw") is not None or part.get("url") is not None:
+        file: Json = {"bytes": part["raw"]} if part.get("raw") is not None else {"uri": part["url"]}
+        if part.get("filename"):
+            file["name"] = part["filename"]
+        if part.get("mediaType"):
+            file["mimeType"] = part["mediaType"]
+        out = {"kind": "file", "file": file}
+    elif "data" in part:
+        data = copy.deepcopy(part["data"])
+        if not isinstance(data, dict):
+            # v0.3 data must be an object: wrap, and flag it so a v0.3→1.0 hop can unwrap (JS and PY agree).
+            data = {"value": data}
+            metadata[DATA_PART_COMPAT] = True
+        out = {"kind": "data", "data": data}
+    else:
+        raise InternalError("A part with no content cannot be expressed in v0.3")
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def _parts_to_v1(parts: Any, path: str) -> list[Json]:
+    return [part_to_v1(p, f"{path}[{i}]") for i, p in enumerate(require_array(parts, path))]
+
+
+# --- messages, artifacts, tasks ------------------------------------------------------------------------
+
+_MESSAGE_EXTRAS = ("metadata", "extensions", "referenceTaskIds")
+
+
+def message_to_v1(message: Any, path: str = "message") -> Json:
+    message = require_object(message, path)
+    check_kind(message, "message", path)
+    out = copy_present(message, {}, "messageId", "contextId", "taskId")
+    if message.get("role") is not None:  # a missing role is the executor's to reject, as in 1.0
+        out["role"] = role_to_v1(message["role"], f"{path}.role")
+    if message.get("parts") is not None:
+        out["parts"] = _parts_to_v1(message["parts"], f"{path}.parts")
+    return copy_nonempty(message, out, *_MESSAGE_EXTRAS)
+
+
+def message_to_v03(message: Json) -> Json:
+    out: Json = {
+        "kind": "message",
+        "messageId": message.get("messageId", ""),
+        "role": role_to_v03(message.get("role")),
+        "parts": [part_to_v03(p) for p in message.get("parts") or []],
+    }
+    copy_nonempty(message, out, "contextId", "taskId")
+    return copy_nonempty(message, out, *_MESSAGE_EXTRAS)
+
+
+_ARTIFACT_FIELDS = ("name", "description", "metadata", "extensions")
+
+
+def artifact_to_v1(artifact: Any, path: str = "artifact") -> Json:
+    artifact = require_object(artifact, path)
+    out = copy_present(artifact, {}, "artifactId")
+    if artifact.get("parts") is not None:
+        out["parts"] = _parts_to_v1(artifact["parts"], f"{path}.parts")
+    return copy_nonempty(artifact, out, *_ARTIFACT_FIELDS)
+
+
+def artifact_to_v03(artifact: Json) -> Json:
+    out: Json = {
+        "artifactId": artifact.get("artifactId", ""),
+        "parts": [part_to_v03(p) for p in artifact.get("parts") or []],
+    }
+    return copy_nonempty(artifact, out, *_ARTIFACT_FIELDS)
+
+
+def status_to_v1(status: Any, path: str = "status") -> Json:
+    status = require_object(status, path)
+    out: Json = {"state": state_to_v1(status.get("state"), f"{path}.state")}
+    if status.get("message") is not None:
+        out["message"] = message_to_v1(status["message"], f"{path}.message")
+    return copy_present(status, out, "timestamp")
+
+
+def status_to_v03(status: Json) -> Json:
+    out: Json = {"state": state_to_v03(status.get("state"))}
+    if status.get("message"):
+        out["message"] = message_to_v03(status["message"])
+    return copy_present(status, out, "timestamp")
+
+
+def task_to_v1(task: Any, path: str = "task") -> Json:
+    task = require_object(task, path)
+    check_kind(task, "task", path)
+    out = copy_present(task, {}, "id", "contextId")
+    out["status"] = status_to_v1(task.get("status"), f"{path}.status")
+    artifacts = require_array(task.get("artifacts") or [], f"{path}.artifacts")
+    if artifacts:
+        out["artifacts"] = [artifact_to_v1(a, f"{path}.artifacts[{i}]") for i, a in enumerate(artifacts)]
+    history = require_array(task.get("history") or [], f"{path}.history")
+    if history:
+        out["history"] = [message_to_v1(m, f"{path}.history[{i}]") for i, m in enumerate(history)]
+    return copy_nonempty(task, out, "metadata")
+
+
+def task_to_v03(task: Json) -> Json:
+    out: Json = {
+        "kind": "task",
+        "id": task.get("id", ""),
+        "contextId": task.get("contextId", ""),
+        "status": status_to_v03(task.get("status") or {}),
+    }
+    if task.get("artifacts"):
+        out["artifacts"] = [artifact_to_v03(a) for a in task["artifacts"]]
+    if task.get("history"):
+        out["history"] = [message_to_v03(m) for m in task["history"]]
+    return copy_nonempty(task, out, "metadata")
+
+
+# --- stream events -------------------------------------------------------------------------------------
+
+
+def status_update_to_v1(event: Any, path: str = "event") -> Json:
+    event = require_object(event, path)
+    check_kind(event, "status-update", path)
+    out = copy_present(event, {}, "taskId", "contextId")
+    out["status"] = status_to_v1(event.get("status"), f"{path}.status")
+    return copy_nonempty(event, out, "metadata")  # `final` has no 1.0 form: streams just close
+
+
+def status_update_to_v03(event: Json) -> Json:
+    status = status_to_v03(event.get("status") or {})
+    out: Json = {
+        "kind": "status-update",
+        "taskId": event.get("taskId", ""),
+        "contextId": event.get("contextId", ""),
+        "status": status,
+        "final": is_final_v03(status["state"]),
+    }
+    return copy_nonempty(event, out, "metadata")
+
+
+def artifact_update_to_v1(event: Any, path: str = "event") -> Json:
+    event = require_object(event, path)
+    check_kind(event, "artifact-update", path)
+    out = copy_present(event, {}, "taskId", "contextId")
+    out["artifact"] = artifact_to_v1(event.get("artifact"), f"{path}.artifact")
+    return copy_present(event, out, "append", "lastChunk", "metadata")
+
+
+def artifact_update_to_v03(event: Json) -> Json:
+    out: Json = {
+        "kind": "artifact-update",
+        "taskId": event.get("taskId", ""),
+        "contextId": event.get("contextId", ""),
+        "artifact": artifact_to_v03(event.get("artifact") or {}),
+    }
+    return copy_present(event, out, "append", "lastChunk", "metadata")
+
+
+_TO_V03 = {
+    "task": task_to_v03,
+    "message": message_to_v03,
+    "statusUpdate": status_update_to_v03,
+    "artifactUpdate": artifact_update_to_v03,
+}
+_TO_V1 = {
+    "task": ("task", task_to_v1),
+    "message": ("message", message_to_v1),
+    "status-update": ("statusUpdate", status_update_to_v1),
+    "artifact-update": ("artifactUpdate", artifact_update_to_v1),
+}
+
+
+def stream_response_to_v03(response: Json) -> Json:
+    """A 1.0 StreamResponse (or SendMessageResponse, its subset) → the bare v0.3 object with ``kind``."""
+    for member, translate in _TO_V03.items():
+        if response.get(member) is not None:
+            return translate(response[member])
+    raise InternalError("An empty stream response cannot be expressed in v0.3")
+
+
+def stream_response_to_v1(obj: Any, path: str = "result") -> Json:
+    """A bare v0.3 Task/Message/event (by ``kind``) → the 1.0 StreamResponse wrapper."""
+    obj = require_object(obj, path)
+    if obj.get("kind") not in _TO_V1:
+        raise invalid(f"{path}.kind", f"must be one of {', '.join(_TO_V1)}")
+    member, translate = _TO_V1[obj["kind"]]
+    return {member: translate(obj, path)}
+
+
+# --- errors --------------------------------------------------------------------------------------------
+
+
+def error_to_v03(exc: A2AError) -> Json:
+    """A v0.3 JSON-RPC ``error`` member: ``{code, message}`` only; v0.3 has no ErrorInfo ``data``."""
+    if exc.code == -32007:  # v0.3 names it AuthenticatedExtendedCardNotConfiguredError
+        return {"code": exc.code, "message": V03_EXTENDED_CARD_NOT_CONFIGURED}
+    message = getattr(exc, "message", None) or str(exc) or exc.default_message
+    return {"code": exc.code, "message": message}
