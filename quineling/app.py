@@ -50,7 +50,7 @@ def create_app(
 
     backend: Backend | None = None
     if runtime is None or task_store is None:
-        backend = backend_from_url(settings.store_url)
+        backend = backend_from_url(settings.store_url, prefix=settings.store_prefix)
     if task_store is None:
         assert backend is not None
         task_store = backend.task_store(_task_limits(settings))

@@ -23,6 +23,7 @@ class Settings:
     a2a_port: int = 8049
     base_url: str = ""  # advertised origin; defaults to http://<host>:<port>
     store_url: str = "memory://"
+    store_prefix: str = "q"  # namespaces every Redis key, so deployments or test runs can share a server
     legacy_compat: bool = True
     card_superset: bool = True  # off: header-less discovery gets the pure 1.0 card (for a TCK run, D7)
     request_limit_bytes: int = 2 * MIB
@@ -37,6 +38,7 @@ class Settings:
     card_max_age: int = 3600
     subscribe_max_seconds: float = 3600.0
     keepalive_seconds: float = 15.0
+    access_log: bool = True
 
     @property
     def advertised_url(self) -> str:
@@ -127,5 +129,5 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "timeout": 3600,  # streams stay open; gthread's heartbeat keeps a busy worker alive
         "graceful_timeout": 30,
         "keepalive": 5,
-        "accesslog": "-",
+        "accesslog": "-" if settings.access_log else None,
     }

@@ -1,0 +1,114 @@
+"""A real gunicorn server on a loopback port, for tests that need processes, workers and real HTTP.
+
+    with live_server(store_url=REDIS_URL, workers=4) as server:
+        requests.post(server.url("/a2a/jsonrpc"), json=...)
+
+Each server gets its own Redis key prefix (deleted afterwards), so tests can share one Redis database.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    base_url: str
+    prefix: str
+    log: Path
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def live_server(
+    *, store_url: str = "memory://", workers: int = 1, threads: int = 8, **settings: str | int
+) -> Iterator[LiveServer]:
+    """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars."""
+    port = free_port()
+    prefix = f"qlive-{uuid.uuid4().hex[:10]}"
+    env = dict(os.environ)
+    env.update(
+        QUINELING_STORE_URL=store_url,
+        QUINELING_STORE_PREFIX=prefix,
+        QUINELING_WORKERS=str(workers),
+        QUINELING_THREADS=str(threads),
+        QUINELING_A2A_PORT=str(port),
+        QUINELING_ACCESS_LOG="0",
+        PYTHONPATH=str(ROOT),
+    )
+    env.update({f"QUINELING_{k.upper()}": str(v) for k, v in settings.items()})
+    log = Path(tempfile.mkstemp(prefix="quineling-live-", suffix=".log")[1])
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py"), "wsgi:app"],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log)
+    try:
+        _wait_ready(server, proc, workers)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if store_url.startswith(("redis://", "rediss://", "unix://")):
+            _delete_prefix(store_url, prefix)
+        log.unlink(missing_ok=True)
+
+
+def _wait_ready(server: LiveServer, proc: subprocess.Popen[bytes], workers: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {proc.returncode}:\n{server.log_text()}")
+        try:
+            if requests.get(server.url("/readyz"), timeout=1).status_code == 200:
+                # Give every worker a moment to boot, so tests really spread over processes.
+                time.sleep(0.2 * workers)
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"gunicorn did not become ready in {timeout}s:\n{server.log_text()}")
+
+
+def _delete_prefix(store_url: str, prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(store_url)
+    try:
+        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            client.delete(key)
+    finally:
+        client.close()
