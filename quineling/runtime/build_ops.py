@@ -102,7 +102,7 @@ def _record(
 
 
 def _store_record(view: StateView, env: Env, record: dict[str, Any]) -> None:
-    view.put(RECORD, record["id"], record)
+    view.insert(RECORD, record["id"], record)
     view.quota("records", 1, env.limits.max_records)
 
 

@@ -103,6 +103,18 @@ class StateView:
         self._delete.discard(key)
         self._put[key] = value
 
+    def insert(self, kind: str, ident: str, value: dict[str, Any]) -> None:
+        """Stage a document under a fresh id without reading it first: the commit requires it to be absent.
+
+        Saves a round trip for ids that cannot exist yet (random record ids); a clash is a conflict.
+        """
+        key = (kind, ident)
+        if key in self._expect or key in self._put:
+            raise ValueError(f"insert of {key} after it was read or written; use put")
+        self._expect[key] = 0
+        self._values[key] = None
+        self._put[key] = value
+
     def delete(self, kind: str, ident: str) -> None:
         key = (kind, ident)
         self.prefetch([key])
