@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Quineling benchmark: runtime dispatch per store backend, then the A2A server over HTTP under gunicorn.
+
+It is a script, not a test. It reports operations/s, latency percentiles and store round trips per operation,
+and puts every HTTP figure beside a baseline measured in the same run (bench/baseline_app.py under the same
+gunicorn settings). Redis figures use database 13 of --redis-url, which the script flushes before and after.
+
+    ./dev bench                 # everything (about two minutes)
+    ./dev bench --quick         # shorter runs
+    ./dev bench --only dispatch # or: http
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SQUARES = "[2,3,4] | square | sum | report total"
+
+
+# ---------------------------------------------------------------- runtime dispatch
+
+
+def dispatch_bench(store_url: str, seconds: float) -> dict[str, Any]:
+    from quineling.runtime.context import Env, RuntimeLimits
+    from quineling.runtime.runtime import Runtime
+    from stores.base import backend_from_url
+
+    backend = backend_from_url(store_url)
+    limits = RuntimeLimits(max_artifacts=1_000_000, max_artifact_bytes=1 << 40, max_records=1_000_000)
+    rt = Runtime(store=backend.state_store(), env=Env(limits=limits))
+    artifact = rt.dispatch({"operation": "create", "thought": SQUARES})["result"]["artifact"]
+    counter = iter(range(10**9))
+    requests: dict[str, Callable[[], dict[str, Any]]] = {
+        "create": lambda: {"operation": "create", "thought": f"[{next(counter)}, 2] | sum | report t"},
+        "run": lambda: {"operation": "run", "artifactId": artifact["id"]},
+        "frame": lambda: {"operation": "frame", "artifactId": artifact["id"], "phase": 0.25},
+        "inspect": lambda: {"operation": "inspect", "artifactId": artifact["id"]},
+    }
+    out = {}
+    for name, make in requests.items():
+        latencies: list[float] = []
+        trips = backend.round_trips()
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            request = make()
+            start = time.perf_counter()
+            rt.dispatch(request)
+            latencies.append(time.perf_counter() - start)
+        out[name] = summarize(latencies, sum(latencies)) | {
+            "round_trips_per_op": (backend.round_trips() - trips) / len(latencies)
+        }
+    backend.close()
+    return out
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def gunicorn(app: str, store_url: str, workers: int, threads: int):  # type: ignore[no-untyped-def]
+    port = free_port()
+    env = dict(os.environ, QUINELING_STORE_URL=store_url, QUINELING_WORKERS=str(workers),
+               QUINELING_THREADS=str(threads), QUINELING_A2A_PORT=str(port),
+               QUINELING_BASE_URL=f"http://127.0.0.1:{port}", QUINELING_ACCESS_LOG="0",
+               QUINELING_MAX_RECORDS="100000", PYTHONPATH=str(ROOT))  # fmt: skip
+    cmd = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py"),
+           "--bind", f"127.0.0.1:{port}", "--log-level", "warning", app]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    try:
+        wait_healthy(port)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def wait_healthy(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server on port {port} did not become healthy")
+
+
+def rpc(method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+def send(data: Any) -> bytes:
+    part = {"mediaType": "application/json", "data": data}
+    return rpc(
+        "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [part]}}
+    )
+
+
+def call(conn: http.client.HTTPConnection, body: bytes) -> dict[str, Any]:
+    conn.request("POST", "/a2a/jsonrpc", body, {"Content-Type": "application/json", "A2A-Version": "1.0"})
+    response = conn.getresponse()
+    payload = json.loads(response.read())
+    if response.status != 200 or "error" in payload:
+        raise RuntimeError(f"request failed: {response.status} {payload}")
+    return payload
+
+
+def load(port: int, make_body: Callable[[int], bytes], concurrency: int, seconds: float) -> dict[str, Any]:
+    latencies: list[list[float]] = [[] for _ in range(concurrency)]
+    errors: list[BaseException] = []
+    stop = time.perf_counter() + seconds
+
+    def worker(index: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        n = 0
+        try:
+            while time.perf_counter() < stop:
+                body = make_body(index * 1_000_000 + n)
+                n += 1
+                start = time.perf_counter()
+                call(conn, body)
+                latencies[index].append(time.perf_counter() - start)
+        except BaseException as exc:  # reported below; the run is then not trusted
+            errors.append(exc)
+        finally:
+            conn.close()
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"{len(errors)} load workers failed, first: {errors[0]!r}")
+    return summarize([x for xs in latencies for x in xs], time.perf_counter() - started)
+
+
+def summarize(latencies: list[float], elapsed: float) -> dict[str, Any]:
+    latencies = sorted(latencies)
+    if not latencies:
+        return {"n": 0}
+    q = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
+    return {"n": len(latencies), "per_s": round(len(latencies) / elapsed, 1),
+            "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2)}  # fmt: skip
+
+
+def http_bench(store_url: str, workers: int, concurrencies: list[int], seconds: float) -> dict[str, Any]:
+    threads = 8
+    results: dict[str, Any] = {}
+    with gunicorn("bench.baseline_app:app", store_url, workers, threads) as port:
+        for c in concurrencies:
+            results[f"baseline c={c}"] = load(port, lambda i: send({"operation": "noop"}), c, seconds)
+    with gunicorn("wsgi:app", store_url, workers, threads) as port:
+        artifact_id = new_task(port)["artifacts"][0]["parts"][0]["data"]["result"]["artifact"]["id"]
+        scenarios = {
+            # Distinct thoughts would fill the 128-artifact library; re-creating a retained source is the
+            # same request path (read, stage, commit) with an idempotent outcome.
+            "SendMessage(create)": lambda i: send({"operation": "create", "thought": SQUARES}),
+            "SendMessage(run)": lambda i: send({"operation": "run", "artifactId": artifact_id}),
+        }
+        for name, make in scenarios.items():
+            for c in concurrencies:
+                results[f"{name} c={c}"] = load(port, make, c, seconds)
+        # Created after the send loads, which evict older completed tasks at the 128-task capacity.
+        polled = new_task(port)["id"]
+        for c in concurrencies:
+            results[f"GetTask c={c}"] = load(port, lambda i: rpc("GetTask", {"id": polled}), c, seconds)
+    return results
+
+
+def new_task(port: int) -> dict[str, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    try:
+        return call(conn, send({"operation": "create", "thought": SQUARES}))["result"]["task"]
+    finally:
+        conn.close()
+
+
+def round_trips_per_request(store_url: str) -> dict[str, float]:
+    """Store round trips of one request on the happy path, counted in-process through the Flask app."""
+    from quineling.app import create_app
+
+    app = create_app(config={"store_url": store_url, "store_prefix": f"bench-{uuid.uuid4().hex[:8]}"})
+    backend = app.extensions["quineling"].extras["backend"]
+    client = app.test_client()
+    headers = {"A2A-Version": "1.0"}
+
+    def count(body: bytes) -> tuple[float, dict[str, Any]]:
+        before = backend.round_trips()
+        reply = client.post(
+            "/a2a/jsonrpc", data=body, content_type="application/json", headers=headers
+        ).get_json()
+        return backend.round_trips() - before, reply
+
+    _, first = count(send({"operation": "create", "thought": SQUARES}))
+    task = first["result"]["task"]
+    artifact_id = task["artifacts"][0]["parts"][0]["data"]["result"]["artifact"]["id"]
+    return {
+        "SendMessage(create, new artifact)": count(
+            send({"operation": "create", "thought": "[7] | sum | report s"})
+        )[0],
+        "SendMessage(create, retained)": count(send({"operation": "create", "thought": SQUARES}))[0],
+        "SendMessage(run)": count(send({"operation": "run", "artifactId": artifact_id}))[0],
+        "GetTask": count(rpc("GetTask", {"id": task["id"]}))[0],
+    }
+
+
+def flush(redis_url: str) -> None:
+    import redis
+
+    redis.Redis.from_url(redis_url).flushdb()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
+    parser.add_argument("--quick", action="store_true", help="short runs, one concurrency level")
+    parser.add_argument("--only", choices=["dispatch", "http"])
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    redis_url = args.redis_url.rstrip("/") + "/13"
+    seconds = 1.0 if args.quick else 3.0
+    concurrencies = [4] if args.quick else [1, 4, 16]
+    report: dict[str, Any] = {}
+    flush(redis_url)
+    try:
+        if args.only in (None, "dispatch"):
+            for label, url in (("memory", "memory://"), ("redis", redis_url)):
+                report[f"dispatch {label}"] = dispatch_bench(url, seconds)
+                flush(redis_url)
+            for label, url in (("memory", "memory://"), ("redis", redis_url)):
+                report[f"round trips {label}"] = round_trips_per_request(url)
+                flush(redis_url)
+        if args.only in (None, "http"):
+            for label, url, workers in (("memory, 1 worker", "memory://", 1), ("redis, 1 worker", redis_url, 1),
+                                        ("redis, 2 workers", redis_url, 2)):  # fmt: skip
+                report[f"http {label}"] = http_bench(url, workers, concurrencies, seconds)
+                flush(redis_url)
+    finally:
+        flush(redis_url)
+    print_report(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def print_report(report: dict[str, Any]) -> None:
+    for section, rows in report.items():
+        print(f"\n== {section}")
+        baseline = {k.split(" c=")[1]: v for k, v in rows.items() if k.startswith("baseline")}
+        for name, row in rows.items():
+            if not isinstance(row, dict):
+                print(f"  {name:<38} {row:g} round trips")
+                continue
+            line = "  ".join(f"{k}={v}" for k, v in row.items())
+            if " c=" in name and not name.startswith("baseline"):
+                base = baseline.get(name.split(" c=")[1])
+                if base and base.get("per_s"):
+                    line += f"  ({row['per_s'] / base['per_s']:.2f}x baseline)"
+            print(f"  {name:<38} {line}")
+
+
+if __name__ == "__main__":
+    main()
