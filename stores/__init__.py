@@ -24,6 +24,7 @@ from stores.errors import (
     QuotaExceeded,
     StoreError,
     StoreUnavailable,
+    TaskConflict,
     TaskStoreFull,
     TaskTooLarge,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "StateStore",
     "StoreError",
     "StoreUnavailable",
+    "TaskConflict",
     "TaskEvent",
     "TaskLimits",
     "TaskPage",

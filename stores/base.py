@@ -8,7 +8,8 @@ Two stores live behind one URL (``memory://`` or ``redis://…``):
   stays within its limit. Capacity is therefore decided inside the atomic step, never by a racy pre-check.
 * :class:`TaskStore` holds A2A tasks per scope with bounded capacity, eviction of terminal/paused tasks,
   lazy expiry of paused tasks, a per-task event log for streaming, and newest-first listing with an opaque
-  signed cursor.
+  signed cursor. Every stored task carries a version, so a read-modify-write of a task can be made
+  conditional (optimistic concurrency, as for documents) without an extra round trip.
 
 Values are plain JSON-compatible ``dict``s. Backends serialise on write and deserialise on read, so no caller
 can mutate stored state by reference.
@@ -28,7 +29,7 @@ JSON = dict[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Versioned:
-    """A document as read: its value (``None`` when absent) and its version (0 when absent)."""
+    """A document or task as read: its value (``None`` when absent) and its version (0 when absent)."""
 
     value: JSON | None
     version: int
@@ -108,22 +109,47 @@ class TaskEvent:
 
 
 class TaskStore(ABC):
-    """Bounded A2A task storage (the seed's ``BoundedTaskStore``) plus a per-task event log."""
+    """Bounded A2A task storage (the seed's ``BoundedTaskStore``) plus a per-task event log.
+
+    **Versions.** Every stored task has a version: a positive integer that every successful save replaces
+    with a strictly greater one. Versions come from one store-wide counter, so a version is never reused,
+    not even by a task evicted or expired and then saved again under the same id (no ABA). An absent task
+    has version 0. A caller that reads a task to change it loads it with :meth:`load_versioned` and saves it
+    with ``expect_version`` set to the version it read; the save then succeeds only if nobody else saved (or
+    evicted, or expired) the task in between. Checking the version costs no extra round trip: it happens in
+    the same atomic step as the save.
+    """
 
     limits: TaskLimits
 
-    @abstractmethod
     def load(self, scope: str, task_id: str) -> JSON | None:
         """The task, or ``None`` if unknown, evicted or expired. Does not extend the task's life."""
+        return self.load_versioned(scope, task_id).value
 
     @abstractmethod
-    def save(self, scope: str, task: JSON, events: Iterable[JSON] = ()) -> None:
+    def load_versioned(self, scope: str, task_id: str) -> Versioned:
+        """The task and its version, or ``Versioned(None, 0)`` if unknown, evicted or expired, in one
+        round trip. Does not extend the task's life. Pass ``version`` back as ``save(expect_version=…)``."""
+
+    @abstractmethod
+    def save(
+        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+    ) -> int:
         """Insert or replace ``task`` (keyed by ``task["id"]``) and append ``events`` to its log, atomically.
+        Returns the task's new version.
+
+        ``expect_version``: ``None`` saves unconditionally; ``0`` means "the task must not exist" (a first
+        insert); any other value must equal the stored version (as returned by :meth:`load_versioned` or
+        by the previous save). Otherwise — including when the task was evicted or expired meanwhile — the save
+        raises :class:`~stores.errors.TaskConflict` and changes nothing: task, events, listing index, capacity
+        counters and eviction candidates are all left as they were.
 
         At capacity, evicts terminal or paused tasks of any scope, oldest last update first, never the task
         being saved and never an active (submitted/working) task; the eviction is committed only together with
         the save once the replacement is shown to fit. Raises :class:`~stores.errors.TaskTooLarge` or
-        :class:`~stores.errors.TaskStoreFull`, leaving everything intact.
+        :class:`~stores.errors.TaskStoreFull`, leaving everything intact. A too-large task is refused before
+        its version is checked; a version conflict is reported before capacity is considered. Paused tasks
+        past their TTL may be dropped by any call, including one that fails.
         """
 
     @abstractmethod

@@ -11,6 +11,20 @@ class ConflictError(StoreError):
     """A document changed since it was read; recompute from fresh state and try again."""
 
 
+class TaskConflict(StoreError):
+    """A conditional task save found another version than it expected; nothing was changed.
+
+    ``expected`` is the version the caller passed, ``current`` the stored version (0 when the task does not
+    exist, e.g. because it was evicted or expired meanwhile). Reload, re-decide, and save again.
+    """
+
+    def __init__(self, task_id: str, expected: int, current: int) -> None:
+        super().__init__(f"task {task_id!r} is at version {current}, not the expected {expected}")
+        self.task_id = task_id
+        self.expected = expected
+        self.current = current
+
+
 class QuotaExceeded(StoreError):
     """A quota would pass its limit; nothing was written."""
 

@@ -46,7 +46,7 @@ def task_tag(prefix: str) -> str:
 
 
 def task_keys(prefix: str) -> dict[str, str]:
-    """The task store's shared keys, in the order the Lua scripts expect them as ``KEYS[1..6]``."""
+    """The task store's shared keys, in the order the Lua scripts expect them as ``KEYS[1..7]``."""
     tag = task_tag(prefix)
     return {
         "data": f"{tag}:data",  # hash: task field → task JSON
@@ -54,7 +54,8 @@ def task_keys(prefix: str) -> dict[str, str]:
         "seq": f"{tag}:seq",  # hash: task field → immutable admission sequence
         "evictable": f"{tag}:evictable",  # zset: terminal/paused task fields by last update
         "paused": f"{tag}:paused",  # zset: paused task fields by last update (lazy expiry)
-        "stats": f"{tag}:stats",  # hash: count, bytes, next_seq
+        "stats": f"{tag}:stats",  # hash: count, bytes, next_seq, next_ver
+        "version": f"{tag}:ver",  # hash: task field → version (from stats next_ver; absent task = 0)
     }
 
 

@@ -31,6 +31,7 @@ class MemoryData:
         self.tasks: dict[tuple[str, str], Any] = {}  # (scope, id) → memory_tasks.Entry
         self.events: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self.next_sequence = 0
+        self.next_task_version = 0  # store-wide, so a task version is never reused (see TaskStore)
 
 
 class MemoryStateStore(StateStore):

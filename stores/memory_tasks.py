@@ -6,11 +6,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore
-from stores.errors import TaskStoreFull, TaskTooLarge
+from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore, Versioned
+from stores.errors import TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.memory import MemoryData
-from stores.records import ACTIVE, PAUSED, TaskFacts, decode, encode, task_facts
+from stores.records import ACTIVE, PAUSED, TaskFacts, decode, encode, expected_version, task_facts
 
 TaskRef = tuple[str, str]  # (scope, task id)
 
@@ -22,6 +22,7 @@ class Entry:
     sequence: int  # immutable admission sequence
     updated: float  # last update (store clock); polling never changes it
     facts: TaskFacts
+    version: int  # from the store-wide counter; every save assigns a greater one
 
 
 class MemoryTaskStore(TaskStore):
@@ -50,13 +51,16 @@ class MemoryTaskStore(TaskStore):
         self._data.tasks.pop(ref, None)
         self._data.events.pop(ref, None)
 
-    def load(self, scope: str, task_id: str) -> JSON | None:
+    def load_versioned(self, scope: str, task_id: str) -> Versioned:
         with self._data.lock:
             self._expire(self._clock())
             entry = self._data.tasks.get((scope, task_id))
-            return None if entry is None else decode(entry.text)
+            return Versioned(None, 0) if entry is None else Versioned(decode(entry.text), entry.version)
 
-    def save(self, scope: str, task: JSON, events: Iterable[JSON] = ()) -> None:
+    def save(
+        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+    ) -> int:
+        expect_version = expected_version(expect_version)
         facts = task_facts(task)
         text = encode(task)
         size = len(text.encode())
@@ -71,6 +75,10 @@ class MemoryTaskStore(TaskStore):
             self._expire(now)
             tasks = self._data.tasks
             previous = tasks.get(ref)
+            if expect_version is not None:
+                current = previous.version if previous else 0
+                if current != expect_version:
+                    raise TaskConflict(facts.task_id, expect_version, current)
             victims = self._plan_eviction(ref, size, previous)
             for victim in victims:
                 self._remove(victim)
@@ -78,13 +86,16 @@ class MemoryTaskStore(TaskStore):
                 self._data.next_sequence += 1
                 self._data.events.pop(ref, None)
             sequence = previous.sequence if previous else self._data.next_sequence
-            tasks[ref] = Entry(text, size, sequence, now, facts)
+            self._data.next_task_version += 1
+            version = self._data.next_task_version
+            tasks[ref] = Entry(text, size, sequence, now, facts, version)
             if event_texts:
                 log = self._data.events.setdefault(ref, [])
                 start = log[-1][0] if log else 0
                 log.extend((start + i, t) for i, t in enumerate(event_texts, 1))
                 del log[: max(0, len(log) - 1000)]
                 self._data.changed.notify_all()
+            return version
 
     def _plan_eviction(self, ref: TaskRef, size: int, previous: Entry | None) -> list[TaskRef]:
         """Victims that make the save fit, oldest last update first; raises (changing nothing) if none do."""

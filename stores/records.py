@@ -56,3 +56,12 @@ def task_facts(task: JSON) -> TaskFacts:
         status_timestamp=stamp if isinstance(stamp, str) else None,
         context_id=context if isinstance(context, str) else None,
     )
+
+
+def expected_version(value: int | None) -> int | None:
+    """Validate a ``save(expect_version=…)`` argument: ``None`` or a non-negative integer."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"expect_version must be None or a non-negative integer, got {value!r}")
+    return value

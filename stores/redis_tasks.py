@@ -1,7 +1,8 @@
 """The Redis backend's task store: every call is one EVALSHA (list: one EVALSHA plus one HMGET).
 
 Capacity is global across scopes, so all task keys share one hash tag (see :mod:`stores.keys`). Eviction,
-lazy expiry, admission sequences and event appends happen inside ``lua/task_save.lua`` atomically. An evicted
+lazy expiry, admission sequences, version checks and event appends happen inside ``lua/task_save.lua``
+atomically; ``lua/task_load.lua`` returns a task with its version in the same round trip. An evicted
 or expired task's event stream is left to its own TTL (refreshed on every append) rather than deleted, so the
 scripts touch only keys passed in ``KEYS``; a reused task id starts a fresh stream.
 """
@@ -14,10 +15,10 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from stores import keys
-from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore
-from stores.errors import StoreError, TaskStoreFull, TaskTooLarge
+from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore, Versioned
+from stores.errors import StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.records import decode, encode, task_facts
+from stores.records import decode, encode, expected_version, task_facts
 from stores.redis import text
 
 if TYPE_CHECKING:
@@ -43,12 +44,18 @@ class RedisTaskStore(TaskStore):
         now = float(self._clock())
         return repr(now), repr(now - float(self.limits.paused_ttl_seconds))
 
-    def load(self, scope: str, task_id: str) -> JSON | None:
+    def load_versioned(self, scope: str, task_id: str) -> Versioned:
         _, cutoff = self._times()
-        body = self._load(self._keys, [keys.task_field(scope, task_id), cutoff])
-        return None if body is None else decode(body)
+        reply = self._load(self._keys, [keys.task_field(scope, task_id), cutoff])
+        if not reply:
+            return Versioned(None, 0)
+        body, version = reply
+        return Versioned(decode(body), int(version))
 
-    def save(self, scope: str, task: JSON, events: Iterable[JSON] = ()) -> None:
+    def save(
+        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+    ) -> int:
+        expect_version = expected_version(expect_version)
         facts = task_facts(task)
         body = encode(task)
         size = len(body.encode())
@@ -69,6 +76,7 @@ class RedisTaskStore(TaskStore):
             self.limits.max_task_bytes,
             self._backend.events_maxlen,
             int(self._backend.events_ttl_seconds * 1000),
+            "" if expect_version is None else str(expect_version),
             *(encode(event) for event in events),
         ]
         stream = keys.task_events(self._prefix, scope, facts.task_id)
@@ -76,10 +84,13 @@ class RedisTaskStore(TaskStore):
         outcome = text(reply[0])
         if outcome == "too_large":
             raise TaskTooLarge(f"task {facts.task_id} is larger than {self.limits.max_task_bytes} bytes")
+        if outcome == "conflict":
+            raise TaskConflict(facts.task_id, expect_version or 0, int(reply[1]))
         if outcome == "full":
             raise TaskStoreFull("no terminal or paused task can be evicted to make room")
         if outcome != "ok":  # pragma: no cover - a script/contract mismatch
             raise StoreError(f"unexpected save reply {reply!r}")
+        return int(reply[2])
 
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
         _, cutoff = self._times()

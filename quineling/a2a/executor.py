@@ -14,7 +14,9 @@ INPUT_REQUIRED task leaves it INPUT_REQUIRED, so a corrected follow-up can still
 
 Work is synchronous and bounded: the whole execution happens inside the request, so blocking sends and
 ``returnImmediately`` both return the task after dispatch (the protocol allows a synchronous agent to do so).
-Everything here is pure over its inputs; the service does the loading and the single save.
+Everything here is pure over its inputs; the service does the loading and the single save. When that save
+loses a race with another request on the same task, the service may apply the message again to the fresh
+task; it then passes a :class:`DispatchOnce`, so the runtime is never dispatched twice for one message.
 """
 
 from __future__ import annotations
@@ -34,6 +36,28 @@ REJECTING_STATUSES = frozenset({"unsupported", "inconsistent"})
 
 class Dispatcher(Protocol):
     def dispatch(self, request: Any) -> JSON: ...
+
+
+class DispatchOnce:
+    """Dispatches to ``runtime`` on the first call only; later calls replay that outcome (the result, or the
+    same :class:`QuinelingError`). Any other exception is not remembered: nothing was recorded for it."""
+
+    def __init__(self, runtime: Dispatcher) -> None:
+        self._runtime = runtime
+        self._outcome: JSON | None = None
+        self._error: QuinelingError | None = None
+        self.dispatched = False
+
+    def dispatch(self, request: Any) -> JSON:
+        if not self.dispatched:
+            try:
+                self._outcome = self._runtime.dispatch(request)
+            except QuinelingError as exc:
+                self._error = exc
+            self.dispatched = True
+        if self._error is not None:
+            raise self._error
+        return copy.deepcopy(self._outcome)  # type: ignore[arg-type]
 
 
 @dataclass(slots=True)
@@ -104,8 +128,10 @@ class QuinelingExecutor:
         self._run(execution, request)
         return execution
 
-    def resume(self, task: JSON, message: JSON) -> Execution:
-        """A follow-up message on a non-terminal task: the whole transcript is kept."""
+    def resume(self, task: JSON, message: JSON, runtime: Dispatcher | None = None) -> Execution:
+        """A follow-up message on a non-terminal task: the whole transcript is kept.
+
+        ``runtime`` overrides the executor's (the service passes a :class:`DispatchOnce`)."""
         task = copy.deepcopy(task)
         message = {**message, "taskId": task["id"], "contextId": task["contextId"]}
         self._retire_status_message(task)
@@ -125,7 +151,7 @@ class QuinelingExecutor:
             return execution
         self._set_status(task, "TASK_STATE_WORKING")
         execution.opening = copy.deepcopy(task)
-        self._run(execution, request)
+        self._run(execution, request, runtime)
         return execution
 
     def cancel(self, task: JSON) -> Execution:
@@ -136,12 +162,12 @@ class QuinelingExecutor:
 
     # -- steps ----------------------------------------------------------------------------------------
 
-    def _run(self, execution: Execution, request: Any) -> None:
+    def _run(self, execution: Execution, request: Any, runtime: Dispatcher | None = None) -> None:
         task = execution.task
         self._set_status(task, "TASK_STATE_WORKING")
         execution.events.append(_status_event(task))
         try:
-            outcome = self.runtime.dispatch(request)
+            outcome = (runtime or self.runtime).dispatch(request)
         except QuinelingError as exc:
             self._fail(execution, exc)
             return

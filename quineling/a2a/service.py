@@ -3,6 +3,11 @@
 Methods take 1.0 request JSON (``params``) and a :class:`CallContext`, return 1.0 response JSON (or an
 iterator of StreamResponse dicts), and raise :class:`~quineling.a2a.errors.A2AError`. Streaming methods
 validate eagerly: they raise before returning the iterator when the request fails before its first event.
+
+Concurrent updates: every change to a stored task is a conditional save (``expect_version`` = the version
+it was loaded at; a new task expects 0), so two requests acting on one task can never silently overwrite each
+other. What the loser of such a race gets is decided in :meth:`A2AService.cancel_task` and
+:meth:`A2AService._follow_up` (and written down in docs/decisions-a2a.md, "Concurrent updates to one task").
 """
 
 from __future__ import annotations
@@ -22,14 +27,15 @@ from quineling.a2a.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from quineling.a2a.executor import Dispatcher, Execution, QuinelingExecutor
+from quineling.a2a.executor import Dispatcher, DispatchOnce, Execution, QuinelingExecutor
 from quineling.a2a.model import new_id, normalize_message, present_task
-from stores.base import TaskQuery, TaskStore
-from stores.errors import InvalidCursor, StoreError, TaskStoreFull, TaskTooLarge
+from stores.base import TaskQuery, TaskStore, Versioned
+from stores.errors import InvalidCursor, StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 KEEPALIVE = None  # what subscribe_to_task(..., keepalive=True) yields when the SSE layer should ping
+CONFLICT_ATTEMPTS = 3  # conditional saves per request before a task that keeps changing is given up on
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,21 +102,79 @@ class A2AService:
         wire.boolean(config, "returnImmediately")
         task_id = message.get("taskId")
         if task_id:
-            task = self._load(ctx, task_id)
-            if message.get("contextId") and message["contextId"] != task["contextId"]:
-                raise InvalidParamsError(
-                    f"contextId {message['contextId']!r} does not match task {task_id!r}",
-                )
-            if task["status"]["state"] in wire.TERMINAL:
-                raise UnsupportedOperationError(
-                    f"Task {task_id} is in terminal state {task['status']['state']} and accepts no messages",
-                    metadata={"taskId": task_id},
-                )
-            execution = self.executor.resume(task, message)
-        else:
-            execution = self.executor.start(new_id(), message.get("contextId") or new_id(), message)
-        self._save(ctx, execution)
+            return self._follow_up(ctx, task_id, message), history_length
+        execution = self.executor.start(new_id(), message.get("contextId") or new_id(), message)
+        try:
+            self._save(ctx, execution, expect_version=0)
+        except TaskConflict:  # a fresh random id already taken: not expected to happen
+            raise InternalError("Task storage already holds a task with the generated id; retry") from None
         return execution, history_length
+
+    def _follow_up(self, ctx: CallContext, task_id: str, message: JSON) -> Execution:
+        """Load the task and its version, check it still accepts messages, dispatch, save conditionally.
+
+        If another request saved the task between our load and our save, the runtime effect of this message
+        has already committed. The message is then applied again to the fresh task *without dispatching
+        again* (the first outcome is replayed) while the task is still non-terminal; if it has meanwhile
+        become terminal, or vanished, or keeps changing, the request fails with a retryable InternalError
+        that says so, and the stored task is left as the other request made it.
+        """
+        current = self._load_versioned(ctx, task_id)
+        task = self._accepting(task_id, current.value, message)
+        once = DispatchOnce(self.executor.runtime)
+        execution = self.executor.resume(task, message, once)
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            try:
+                self._save(ctx, execution, expect_version=current.version)
+                return execution
+            except TaskConflict:
+                if attempt == CONFLICT_ATTEMPTS:
+                    raise self._concurrent_change(task_id, once, "kept changing") from None
+            current = self._load_versioned(ctx, task_id)
+            if current.value is None:
+                raise self._concurrent_change(task_id, once, "is no longer available")
+            state = current.value["status"]["state"]
+            if state in wire.TERMINAL:
+                raise self._concurrent_change(task_id, once, f"is now {state}", state)
+            execution = self.executor.resume(current.value, message, once)  # replays, never re-dispatches
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _accepting(task_id: str, task: JSON | None, message: JSON) -> JSON:
+        """``task`` if it accepts ``message`` as a follow-up; otherwise the protocol error (D6 for terminal)."""
+        if task is None:
+            # Unknown, evicted, expired or another scope's: all look the same (no existence leaks).
+            raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+        if message.get("contextId") and message["contextId"] != task["contextId"]:
+            raise InvalidParamsError(
+                f"contextId {message['contextId']!r} does not match task {task_id!r}",
+            )
+        if task["status"]["state"] in wire.TERMINAL:
+            raise UnsupportedOperationError(
+                f"Task {task_id} is in terminal state {task['status']['state']} and accepts no messages",
+                metadata={"taskId": task_id},
+            )
+        return task
+
+    @staticmethod
+    def _concurrent_change(
+        task_id: str, once: DispatchOnce, now: str, state: str | None = None
+    ) -> InternalError:
+        """The loser of a follow-up race: not recorded on the task, though its runtime request may have run."""
+        effect = (
+            "The runtime request was executed and its effects are committed, but its result was not recorded "
+            "on the task; resend it only with the same application request keys (which replay it)."
+            if once.dispatched
+            else "The message was not recorded on the task."
+        )
+        metadata = {"taskId": task_id, "retryable": "true"}
+        if state:
+            metadata["taskState"] = state
+        return InternalError(
+            f"Task {task_id} was changed by a concurrent request while this message was processed and {now}. "
+            f"{effect} Use GetTask to see the task's current state.",
+            metadata=metadata,
+        )
 
     # -- tasks ----------------------------------------------------------------------------------------
 
@@ -154,19 +218,34 @@ class A2AService:
         }
 
     def cancel_task(self, params: JSON, ctx: CallContext) -> JSON:
+        """Cancel a non-terminal task. The decision is made on the task as loaded and committed only if the
+        task is still at that version; otherwise it is made again on the fresh task (so a task completed or
+        canceled meanwhile answers as such), at most ``CONFLICT_ATTEMPTS`` times, then a retryable
+        InternalError. Nothing of the other request is ever overwritten."""
         params = wire.require_object(params, "params")
         task_id = wire.string(params, "id", required=True)
-        task = self._load(ctx, task_id)
-        state = task["status"]["state"]
-        if state == "TASK_STATE_CANCELED":
-            return present_task(task)  # idempotent (D5)
-        if state in wire.TERMINAL:
-            raise TaskNotCancelableError(
-                f"Task {task_id} is {state} and cannot be canceled", metadata={"taskId": task_id}
-            )
-        execution = self.executor.cancel(task)
-        self._save(ctx, execution)
-        return present_task(execution.task)
+        for _ in range(CONFLICT_ATTEMPTS):
+            current = self._load_versioned(ctx, task_id)
+            task = current.value
+            if task is None:
+                raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
+            state = task["status"]["state"]
+            if state == "TASK_STATE_CANCELED":
+                return present_task(task)  # idempotent (D5)
+            if state in wire.TERMINAL:
+                raise TaskNotCancelableError(
+                    f"Task {task_id} is {state} and cannot be canceled", metadata={"taskId": task_id}
+                )
+            execution = self.executor.cancel(task)
+            try:
+                self._save(ctx, execution, expect_version=current.version)
+            except TaskConflict:
+                continue  # another request changed the task: decide again on what it is now
+            return present_task(execution.task)
+        raise InternalError(
+            f"Task {task_id} kept changing concurrently and was not canceled; retry CancelTask",
+            metadata={"taskId": task_id, "retryable": "true"},
+        )
 
     def subscribe_to_task(self, params: JSON, ctx: CallContext, *, keepalive: bool = False) -> Iterator[JSON]:
         """First event: the current task; then its later events until a terminal state.
@@ -232,9 +311,20 @@ class A2AService:
             raise TaskNotFoundError(f"Task not found: {task_id}", metadata={"taskId": task_id})
         return task
 
-    def _save(self, ctx: CallContext, execution: Execution) -> None:
+    def _load_versioned(self, ctx: CallContext, task_id: str) -> Versioned:
+        """The task and its version for a read-modify-write; ``Versioned(None, 0)`` when it is not there."""
         try:
-            self.task_store.save(ctx.scope, execution.task, execution.events)
+            return self.task_store.load_versioned(ctx.scope, task_id)
+        except StoreError as exc:
+            raise self._store_failure(exc) from exc
+
+    def _save(self, ctx: CallContext, execution: Execution, *, expect_version: int) -> None:
+        """Save conditionally. :class:`TaskConflict` propagates (the caller decides); other failures become
+        protocol errors."""
+        try:
+            self.task_store.save(ctx.scope, execution.task, execution.events, expect_version=expect_version)
+        except TaskConflict:
+            raise
         except StoreError as exc:
             raise self._store_failure(exc) from exc
 

@@ -5,8 +5,9 @@
 -- KEYS[3]  seq hash:       task field -> admission sequence
 -- KEYS[4]  evictable zset: terminal/paused task fields scored by last update
 -- KEYS[5]  paused zset:    paused task fields scored by last update
--- KEYS[6]  stats hash:     count, bytes, next_seq
--- Defines remove_task(field) and expire_paused(cutoff); neither returns a value.
+-- KEYS[6]  stats hash:     count, bytes, next_seq, next_ver
+-- KEYS[7]  version hash:   task field -> version (absent task = version 0)
+-- Defines remove_task(field) and expire_paused(cutoff) (neither returns a value) and version_of(field).
 local function remove_task(field)
   local size = redis.call('HSTRLEN', KEYS[1], field)
   if redis.call('HDEL', KEYS[1], field) == 1 then
@@ -17,6 +18,18 @@ local function remove_task(field)
   redis.call('HDEL', KEYS[3], field)
   redis.call('ZREM', KEYS[4], field)
   redis.call('ZREM', KEYS[5], field)
+  redis.call('HDEL', KEYS[7], field)
+end
+
+-- A stored task's version; 0 when the task does not exist. A task stored before versions existed gets one
+-- on first sight (its only write), so it never passes for absent.
+local function version_of(field)
+  local version = redis.call('HGET', KEYS[7], field)
+  if version then return tonumber(version) end
+  if redis.call('HEXISTS', KEYS[1], field) == 0 then return 0 end
+  version = redis.call('HINCRBY', KEYS[6], 'next_ver', 1)
+  redis.call('HSET', KEYS[7], field, version)
+  return version
 end
 
 -- Lazy expiry: paused tasks last updated at or before the cutoff (now - ttl) are gone.

@@ -1,14 +1,14 @@
 -- task_list.lua: expire paused tasks lazily, ensure the shared cursor identity, and return one scope's index.
--- KEYS[1..6] data, info, seq, evictable, paused, stats (see expire_paused.lua)
--- KEYS[7]  identity hash: id, secret (created once with HSETNX; every worker then signs alike)
+-- KEYS[1..7] data, info, seq, evictable, paused, stats, version (see expire_paused.lua)
+-- KEYS[8]  identity hash: id, secret (created once with HSETNX; every worker then signs alike)
 -- ARGV[1]  expiry cutoff (now - paused TTL)
 -- ARGV[2]  task field prefix of the scope ("scope/")
 -- ARGV[3]  candidate store id, ARGV[4] candidate secret (used only if none exists yet)
 -- Returns {store id, secret, field1, info1, seq1, field2, info2, seq2, ...} for the scope's tasks.
 expire_paused(ARGV[1])
-redis.call('HSETNX', KEYS[7], 'id', ARGV[3])
-redis.call('HSETNX', KEYS[7], 'secret', ARGV[4])
-local result = redis.call('HMGET', KEYS[7], 'id', 'secret')
+redis.call('HSETNX', KEYS[8], 'id', ARGV[3])
+redis.call('HSETNX', KEYS[8], 'secret', ARGV[4])
+local result = redis.call('HMGET', KEYS[8], 'id', 'secret')
 local prefix, plen = ARGV[2], string.len(ARGV[2])
 local all = redis.call('HGETALL', KEYS[2])
 for i = 1, #all, 2 do

@@ -51,3 +51,22 @@ def test_subscribe_relays_follow_up(redis_client: Any) -> None:
     )
     states = [e["statusUpdate"]["status"]["state"] for e in stream if "statusUpdate" in e]
     assert states[-1] == "TASK_STATE_COMPLETED"
+
+
+def test_follow_up_and_cancel_add_no_round_trips_for_versions(backend: Any, redis_client: Any) -> None:
+    """A follow-up is one versioned load + the runtime + one conditional save; a cancel is load + save."""
+    binding = JsonRpcBinding(redis_client)
+    for _ in range(2):  # the second pass runs with every script registered
+        paused = binding.call("SendMessage", {"message": user_message(text(""))}).value["task"]
+        before = backend.round_trips()
+        follow_up = user_message(text("[2,3,4] | square | sum | report total"), taskId=paused["id"])
+        done = binding.call("SendMessage", {"message": follow_up}).value["task"]
+        follow_up_trips = backend.round_trips() - before
+        other = binding.call("SendMessage", {"message": user_message(text(""))}).value["task"]
+        before = backend.round_trips()
+        canceled = binding.call("CancelTask", {"id": other["id"]}).value
+        cancel_trips = backend.round_trips() - before
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+    assert follow_up_trips <= 4  # load, runtime read, runtime commit, save
+    assert cancel_trips == 2

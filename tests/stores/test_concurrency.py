@@ -1,4 +1,4 @@
-"""Real processes racing on one real Redis: quotas and task capacity hold across workers."""
+"""Real processes racing on one real Redis: quotas, task capacity and task versions hold across workers."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from stores import (
     Quota,
     QuotaExceeded,
     RedisBackend,
+    TaskConflict,
     TaskLimits,
     TaskStoreFull,
     keys,
@@ -77,6 +78,43 @@ def save_tasks(prefix: str, worker: int, start: object) -> tuple[int, int, int]:
     return saved, refused, most
 
 
+RACED_TASKS, APPENDS = 10, 10
+
+
+def race_one_version(prefix: str, worker: int, start: object) -> list[str]:
+    """Every worker reads the same version of each task, then all save it conditionally at once."""
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    held = [store.load_versioned("s", f"raced-{i}") for i in range(RACED_TASKS)]
+    start.wait()  # type: ignore[attr-defined]
+    outcomes = []
+    for current in held:
+        task = {**(current.value or {}), "status": {"state": "TASK_STATE_COMPLETED"}, "winner": worker}
+        try:
+            store.save("s", task, [{"winner": worker}], expect_version=current.version)
+            outcomes.append("won")
+        except TaskConflict:
+            outcomes.append("lost")
+    return outcomes
+
+
+def append_with_retries(prefix: str, worker: int, start: object) -> int:
+    """Read-modify-write of one shared task; returns how many conflicts the worker had to retry."""
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    start.wait()  # type: ignore[attr-defined]
+    conflicts = 0
+    for n in range(APPENDS):
+        while True:
+            current = store.load_versioned("s", "shared")
+            assert current.value is not None
+            current.value["history"].append(f"{worker}-{n}")
+            try:
+                store.save("s", current.value, [{"n": f"{worker}-{n}"}], expect_version=current.version)
+                break
+            except TaskConflict:
+                conflicts += 1
+    return conflicts
+
+
 @pytest.fixture
 def prefix():
     value = f"qt-mp-{uuid.uuid4().hex[:12]}"
@@ -89,13 +127,18 @@ def prefix():
     client.close()
 
 
-def run(target, prefix: str) -> list:
+def run(target, prefix: str, *, barrier: bool = False) -> list:
+    """Run ``target(prefix, worker, start)`` in PROCESSES processes; ``start.wait()`` releases them together.
+
+    With ``barrier`` no worker passes ``start.wait()`` until every worker has reached it (so work done
+    before it, such as a read, is done by all before any worker goes on)."""
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:
-        start = manager.Event()
+        start = manager.Barrier(PROCESSES, timeout=60) if barrier else manager.Event()
         with context.Pool(PROCESSES) as pool:
             pending = [pool.apply_async(target, (prefix, n, start)) for n in range(PROCESSES)]
-            start.set()
+            if not barrier:
+                start.set()
             return [result.get(timeout=120) for result in pending]
 
 
@@ -128,3 +171,29 @@ def test_processes_saving_at_capacity_never_exceed_it(prefix: str) -> None:
     for worker in range(PROCESSES):  # active work survived every other worker's saves
         for i in range(4):
             assert store.load(f"scope-{worker % 3}", f"w{worker}-{i}") is not None
+
+
+def test_processes_racing_conditional_saves_of_one_version_have_exactly_one_winner(prefix: str) -> None:
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    for i in range(RACED_TASKS):
+        store.save("s", {"id": f"raced-{i}", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}, [{"n": 0}])
+    results = run(race_one_version, prefix, barrier=True)
+    for i in range(RACED_TASKS):
+        outcomes = [worker[i] for worker in results]
+        assert sorted(outcomes) == ["lost"] * (PROCESSES - 1) + ["won"], i
+        winner = outcomes.index("won")
+        assert store.load("s", f"raced-{i}")["winner"] == winner
+        # Only the winner's events were appended: a losing save changed nothing.
+        assert [e.payload for e in store.read_events("s", f"raced-{i}", None, 0)] == [
+            {"n": 0},
+            {"winner": winner},
+        ]
+
+
+def test_processes_doing_read_modify_write_lose_no_update(prefix: str) -> None:
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    store.save("s", {"id": "shared", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}, "history": []})
+    run(append_with_retries, prefix)
+    expected = sorted(f"{w}-{n}" for w in range(PROCESSES) for n in range(APPENDS))
+    assert sorted(store.load("s", "shared")["history"]) == expected
+    assert sorted(e.payload["n"] for e in store.read_events("s", "shared", None, 0)) == expected

@@ -1,7 +1,7 @@
 """Random operation sequences give the same answers from the memory store and the Redis store (fakeredis).
 
 The conformance suite pins each rule by example; this checks that the two implementations of the rules
-(Python and Lua) also agree on the interplay of eviction, expiry, replacement and listing.
+(Python and Lua) also agree on the interplay of eviction, expiry, replacement, versions and listing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ save = st.tuples(
     st.sampled_from(STATES),
     st.sampled_from(STAMPS),
     st.integers(0, 350),
+)
+conditional = st.tuples(
+    st.just("csave"),
+    st.sampled_from(["a", "b"]),
+    st.sampled_from([f"t{i}" for i in range(6)]),
+    st.sampled_from(STATES),
+    st.integers(0, 350),
+    st.one_of(st.just("loaded"), st.integers(0, 8)),  # the version just loaded, or a guess
 )
 load = st.tuples(st.just("load"), st.sampled_from(["a", "b"]), st.sampled_from([f"t{i}" for i in range(6)]))
 listing = st.tuples(
@@ -49,10 +57,16 @@ def apply(store: Any, clock: Clock, op: tuple) -> Any:
             _, scope, task_id, state, stamp, pad = op
             status = {"state": state} if stamp is None else {"state": state, "timestamp": stamp}
             clock.now += 0.001  # distinct last updates: ties in eviction order are unspecified
-            store.save(scope, {"id": task_id, "status": status, "pad": "x" * pad}, [{"s": state}])
-            return "saved"
+            return store.save(scope, {"id": task_id, "status": status, "pad": "x" * pad}, [{"s": state}])
+        if op[0] == "csave":
+            _, scope, task_id, state, pad, expect = op
+            if expect == "loaded":
+                expect = store.load_versioned(scope, task_id).version
+            clock.now += 0.001
+            task = {"id": task_id, "status": {"state": state}, "pad": "x" * pad}
+            return store.save(scope, task, [{"s": state}], expect_version=expect)
         if op[0] == "load":
-            return store.load(op[1], op[2])
+            return store.load_versioned(op[1], op[2])
         _, scope, size, status = op
         pages, token = [], ""
         while True:
@@ -65,7 +79,7 @@ def apply(store: Any, clock: Clock, op: tuple) -> Any:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(save, save, load, listing, advance), min_size=1, max_size=40))
+@given(st.lists(st.one_of(save, save, conditional, load, listing, advance), min_size=1, max_size=40))
 def test_memory_and_redis_agree(ops: list[tuple]) -> None:
     import fakeredis
 

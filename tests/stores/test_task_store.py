@@ -10,7 +10,18 @@ from typing import Any
 
 import pytest
 
-from stores import Backend, TaskLimits, TaskStore, TaskStoreFull, TaskTooLarge
+from stores import (
+    Backend,
+    MemoryBackend,
+    RedisBackend,
+    StoreError,
+    TaskConflict,
+    TaskLimits,
+    TaskStore,
+    TaskStoreFull,
+    TaskTooLarge,
+    Versioned,
+)
 
 WORKING, COMPLETED, INPUT = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"
 
@@ -240,6 +251,173 @@ def test_blocking_read_wakes_when_an_event_arrives(task_store: TaskStore) -> Non
     assert time.monotonic() - started < 4
 
 
+# ---- versions and conditional saves (optimistic concurrency) ----
+
+
+def raw_state(backend: Backend) -> Any:
+    """Everything the backend holds for tasks, so a refused save can be shown to have changed nothing."""
+    if isinstance(backend, MemoryBackend):
+        data = backend._data
+        with data.lock:
+            return (
+                dict(data.tasks),
+                {ref: list(log) for ref, log in data.events.items()},
+                data.next_sequence,
+                data.next_task_version,
+            )
+    assert isinstance(backend, RedisBackend)
+    client = backend.connection.client
+    state: dict[bytes, Any] = {}
+    for key in sorted(client.scan_iter(match=f"{backend.prefix}:*", count=500)):
+        kind = client.type(key)
+        if kind == b"hash":
+            state[key] = client.hgetall(key)
+        elif kind == b"zset":
+            state[key] = client.zrange(key, 0, -1, withscores=True)
+        elif kind == b"stream":
+            state[key] = client.xrange(key)
+        else:
+            state[key] = (kind, client.get(key) if kind == b"string" else None)
+    return state
+
+
+def test_versions_start_at_zero_and_grow_with_every_save(task_store: TaskStore) -> None:
+    assert task_store.load_versioned("s", "t") == Versioned(None, 0)
+    first = task_store.save("s", task("t", INPUT))
+    assert first > 0
+    assert task_store.load_versioned("s", "t") == Versioned(task("t", INPUT), first)
+    second = task_store.save("s", task("t", INPUT, history=[1]))
+    assert second > first
+    third = task_store.save("s", task("t", COMPLETED), expect_version=second)
+    assert third > second
+    assert task_store.load_versioned("s", "t") == Versioned(task("t", COMPLETED), third)
+    assert task_store.load("s", "t") == task("t", COMPLETED)
+    # Versions are per task: another task's save moves this one's version on no further.
+    task_store.save("s", task("other"))
+    task_store.save("elsewhere", task("t"))
+    assert task_store.load_versioned("s", "t").version == third
+
+
+def test_expect_zero_inserts_only_a_new_task(task_store: TaskStore) -> None:
+    version = task_store.save("s", task("t", INPUT), [{"n": 1}], expect_version=0)
+    with pytest.raises(TaskConflict) as caught:
+        task_store.save("s", task("t", COMPLETED), [{"n": 2}], expect_version=0)
+    assert (caught.value.task_id, caught.value.expected, caught.value.current) == ("t", 0, version)
+    assert isinstance(caught.value, StoreError)
+    assert task_store.load_versioned("s", "t") == Versioned(task("t", INPUT), version)
+    assert [e.payload for e in task_store.read_events("s", "t", None, 0)] == [{"n": 1}]
+    # The same id in another scope is another task.
+    task_store.save("other", task("t"), expect_version=0)
+
+
+def test_a_stale_version_conflicts_and_changes_nothing(make_backend, clock) -> None:
+    backend = make_backend()
+    store = backend.task_store(TaskLimits(max_tasks=2), clock=clock)
+    store.save("s", task("done"), [{"n": 0}])
+    clock.advance(1)
+    stale = store.save("s", task("t", INPUT), [{"n": 1}])
+    clock.advance(1)
+    fresh = store.save("s", task("t", INPUT, history=["rival"]), [{"n": 2}], expect_version=stale)
+    before = raw_state(backend)
+    clock.advance(1)
+    with pytest.raises(TaskConflict) as caught:
+        store.save("s", task("t", COMPLETED), [{"n": 3}], expect_version=stale)
+    assert (caught.value.expected, caught.value.current) == (stale, fresh)
+    # A task that does not exist is at version 0: expecting any other version conflicts, and the store,
+    # although full, evicts nothing for it.
+    with pytest.raises(TaskConflict) as caught:
+        store.save("s", task("new", WORKING), [{"n": 4}], expect_version=fresh)
+    assert caught.value.current == 0
+    assert raw_state(backend) == before
+    assert store.load_versioned("s", "t") == Versioned(task("t", INPUT, history=["rival"]), fresh)
+    assert [e.payload for e in store.read_events("s", "t", None, 0)] == [{"n": 1}, {"n": 2}]
+    assert store.last_event_id("s", "new") is None
+    assert [t["id"] for t in store.list("s", _query()).tasks] == ["t", "done"]
+    # The winner's version still works, and the capacity counters were not disturbed.
+    store.save("s", task("t", COMPLETED), [{"n": 3}], expect_version=fresh)
+    store.save("s", task("new", WORKING), expect_version=0)  # evicts "done", the oldest finished task
+    assert ids(store, "s", ["done", "t", "new"]) == ["t", "new"]
+
+
+def test_an_evicted_task_saved_with_its_old_version_conflicts(make_task_store, clock) -> None:
+    store = make_task_store(max_tasks=1)
+    old = store.save("s", task("a", INPUT), [{"n": 1}])
+    clock.advance(1)
+    store.save("s", task("b", WORKING))  # evicts a
+    with pytest.raises(TaskConflict) as caught:
+        store.save("s", task("a", COMPLETED), expect_version=old)
+    assert caught.value.current == 0
+    assert store.load("s", "a") is None and store.load("s", "b") is not None
+    assert store.last_event_id("s", "b") is None
+
+
+def test_a_reused_id_never_reuses_a_version(make_task_store, clock) -> None:
+    """Evicted, then saved anew under the same id: a writer holding the old version still conflicts."""
+    store = make_task_store(max_tasks=1)
+    old = store.save("s", task("a", INPUT))
+    clock.advance(1)
+    store.save("s", task("b"))  # evicts a
+    clock.advance(1)
+    again = store.save("s", task("a", INPUT), expect_version=0)  # evicts b; a is back
+    assert again != old
+    with pytest.raises(TaskConflict):
+        store.save("s", task("a", COMPLETED), expect_version=old)
+    assert store.load("s", "a") == task("a", INPUT)
+
+
+def test_an_expired_task_saved_with_its_old_version_conflicts(make_task_store, clock) -> None:
+    store = make_task_store(paused_ttl_seconds=60)
+    version = store.save("s", task("p", INPUT))
+    clock.advance(59)
+    assert store.load_versioned("s", "p").version == version
+    clock.advance(1)
+    with pytest.raises(TaskConflict) as caught:
+        store.save("s", task("p", COMPLETED), expect_version=version)
+    assert caught.value.current == 0
+    assert store.load_versioned("s", "p") == Versioned(None, 0)
+
+
+def test_a_too_large_task_is_refused_before_its_version_is_checked(make_task_store) -> None:
+    store = make_task_store(max_task_bytes=200)
+    store.save("s", task("t", WORKING))
+    with pytest.raises(TaskTooLarge):
+        store.save("s", task("t", COMPLETED, pad="x" * 300), expect_version=0)
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.0, "1"])
+def test_expect_version_must_be_a_non_negative_integer(task_store: TaskStore, bad: Any) -> None:
+    with pytest.raises(ValueError):
+        task_store.save("s", task("t"), expect_version=bad)
+    assert task_store.load("s", "t") is None
+
+
+def test_racing_threads_lose_no_update(task_store: TaskStore) -> None:
+    """Read-modify-write with retries: every thread's append lands exactly once."""
+    task_store.save("s", task("t", INPUT, history=[]))
+    threads, rounds = 6, 15
+
+    def work(worker: int) -> None:
+        for n in range(rounds):
+            while True:
+                current = task_store.load_versioned("s", "t")
+                value = current.value
+                assert value is not None
+                value["history"].append(f"{worker}-{n}")
+                try:
+                    task_store.save("s", value, expect_version=current.version)
+                    break
+                except TaskConflict:
+                    continue
+
+    runners = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join()
+    history = task_store.load("s", "t")["history"]
+    assert sorted(history) == sorted(f"{w}-{n}" for w in range(threads) for n in range(rounds))
+
+
 # ---- round trips (Redis: each store call is one server round trip) ----
 
 
@@ -261,6 +439,19 @@ def test_each_redis_call_is_one_round_trip(make_backend, clock) -> None:
         ),
         ("save", lambda: tasks.save("s", task("t"), [{"n": 1}]), 1),
         ("load", lambda: tasks.load("s", "t"), 1),
+        ("load_versioned", lambda: tasks.load_versioned("s", "t"), 1),
+        (
+            "conditional save",
+            lambda: tasks.save(
+                "s", task("t"), [{"n": 2}], expect_version=tasks.load_versioned("s", "t").version
+            ),
+            2,  # the load and the save
+        ),
+        (
+            "conflicting save",
+            lambda: pytest.raises(TaskConflict, tasks.save, "s", task("t"), expect_version=0),
+            1,
+        ),
         ("list", lambda: tasks.list("s", _query()), 2),
         ("last_event_id", lambda: tasks.last_event_id("s", "t"), 1),
         ("read_events", lambda: tasks.read_events("s", "t", None, 0), 1),
