@@ -17,6 +17,10 @@ Work is synchronous and bounded: the whole execution happens inside the request,
 Everything here is pure over its inputs; the service does the loading and the single save. When that save
 loses a race with another request on the same task, the service may apply the message again to the fresh
 task; it then passes a :class:`DispatchOnce`, so the runtime is never dispatched twice for one message.
+
+Tasks are updated copy-on-write: every change assigns a new ``status``, ``history`` or ``artifacts`` container
+instead of mutating one in place. Snapshots (the stream's opening ``task``, the logged events) are therefore
+shallow copies, which keeps a large result artifact from being deep-copied several times per request.
 """
 
 from __future__ import annotations
@@ -118,8 +122,8 @@ class QuinelingExecutor:
         message = {**message, "taskId": task_id, "contextId": context_id}
         task: JSON = {"id": task_id, "contextId": context_id, "history": [message]}
         self._set_status(task, "TASK_STATE_SUBMITTED")
-        execution = Execution(task, opening=copy.deepcopy(task))
-        execution.events.append({"task": copy.deepcopy(task)})
+        execution = Execution(task, opening=dict(task))
+        execution.events.append({"task": dict(task)})
         try:
             request = request_of(message)
         except QuinelingError as exc:
@@ -132,10 +136,10 @@ class QuinelingExecutor:
         """A follow-up message on a non-terminal task: the whole transcript is kept.
 
         ``runtime`` overrides the executor's (the service passes a :class:`DispatchOnce`)."""
-        task = copy.deepcopy(task)
+        task = dict(task)
         message = {**message, "taskId": task["id"], "contextId": task["contextId"]}
         self._retire_status_message(task)
-        task.setdefault("history", []).append(message)
+        task["history"] = [*task.get("history", []), message]
         execution = Execution(task)
         try:
             request = request_of(message)
@@ -143,22 +147,22 @@ class QuinelingExecutor:
             if task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED":
                 # A malformed envelope keeps the task waiting for a corrected follow-up.
                 self._set_status(task, "TASK_STATE_INPUT_REQUIRED", self._error_message(task, exc))
-                execution.opening = copy.deepcopy(task)
+                execution.opening = dict(task)
                 execution.events.append(_status_event(task))
                 return execution
-            execution.opening = copy.deepcopy(task)
+            execution.opening = dict(task)
             self._fail(execution, exc)
             return execution
         self._set_status(task, "TASK_STATE_WORKING")
-        execution.opening = copy.deepcopy(task)
+        execution.opening = dict(task)
         self._run(execution, request, runtime)
         return execution
 
     def cancel(self, task: JSON) -> Execution:
-        task = copy.deepcopy(task)
+        task = dict(task)
         self._retire_status_message(task)
         self._set_status(task, "TASK_STATE_CANCELED")
-        return Execution(task, [_status_event(task)], copy.deepcopy(task))
+        return Execution(task, [_status_event(task)], dict(task))
 
     # -- steps ----------------------------------------------------------------------------------------
 
@@ -216,9 +220,11 @@ class QuinelingExecutor:
 
     def _retire_status_message(self, task: JSON) -> None:
         """A replaced status message moves into history, so the transcript keeps every agent reply."""
-        previous = task.get("status", {}).pop("message", None)
+        status = task.get("status", {})
+        previous = status.get("message")
         if previous:
-            task.setdefault("history", []).append(previous)
+            task["status"] = {k: v for k, v in status.items() if k != "message"}
+            task["history"] = [*task.get("history", []), previous]
 
     def _set_status(self, task: JSON, state: str, message: JSON | None = None) -> None:
         status: JSON = {"state": state, "timestamp": self.clock()}

@@ -114,7 +114,7 @@ def present_task(
     task: dict[str, Any], history_length: int | None = None, *, include_artifacts: bool = True
 ) -> dict[str, Any]:
     """A copy of a stored task shaped for a response: ``historyLength`` (§10.2) and ``includeArtifacts``."""
-    out = copy.deepcopy(task)
+    out = dict(task)  # shallow: nothing below mutates a nested value
     history = out.pop("history", None) or []
     if history_length is not None:
         history = history[-history_length:] if history_length > 0 else []
