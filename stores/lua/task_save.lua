@@ -36,9 +36,15 @@ local bytes = tonumber(redis.call('HGET', KEYS[6], 'bytes') or '0') - previous +
 local max_tasks, max_bytes = tonumber(ARGV[7]), tonumber(ARGV[8])
 
 -- Plan the eviction first (oldest last update first, never this task, never an active one) ...
+-- Candidates come in small pages: at capacity a save usually needs one victim, not the whole set.
 local victims = {}
-if count > max_tasks or bytes > max_bytes then
-  for _, candidate in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+local offset, page = 0, 16
+while count > max_tasks or bytes > max_bytes do
+  local batch = redis.call('ZRANGE', KEYS[4], offset, offset + page - 1)
+  if #batch == 0 then
+    return {'full'}
+  end
+  for _, candidate in ipairs(batch) do
     if candidate ~= field then
       table.insert(victims, candidate)
       count = count - 1
@@ -46,9 +52,7 @@ if count > max_tasks or bytes > max_bytes then
       if count <= max_tasks and bytes <= max_bytes then break end
     end
   end
-  if count > max_tasks or bytes > max_bytes then
-    return {'full'}
-  end
+  offset = offset + page
 end
 
 -- ... and commit it only together with the save, now that the task is shown to fit.

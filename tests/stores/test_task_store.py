@@ -147,6 +147,19 @@ def test_byte_capacity_evicts_until_the_task_fits(make_task_store, clock) -> Non
     assert ids(store, "s", ["a", "b", "c", "big"]) == ["b", "c", "big"]
 
 
+def test_eviction_can_take_many_victims_for_one_save(make_task_store, clock) -> None:
+    """One large save may need more victims than a backend examines at once (Redis pages by 16)."""
+    names = [f"t{i:02d}" for i in range(40)]
+    small = [task(name, pad="x" * 100) for name in names]
+    big = task("big", WORKING, pad="x" * (35 * size(small[0])))
+    store = make_task_store(max_tasks=100, max_total_bytes=5 * size(small[0]) + size(big))
+    for value in small:
+        store.save("s", value)
+        clock.advance(1)
+    store.save("s", big)
+    assert ids(store, "s", [*names, "big"]) == [*names[-5:], "big"]
+
+
 def test_growing_a_task_in_place_counts_only_its_new_size(make_task_store) -> None:
     store = make_task_store(max_tasks=10, max_total_bytes=size(task("a", WORKING, pad="x" * 300)))
     store.save("s", task("a", WORKING, pad="x" * 100))
