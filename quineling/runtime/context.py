@@ -77,12 +77,23 @@ class StateView:
         self._put: dict[Key, dict[str, Any]] = {}
         self._delete: set[Key] = set()
         self._quotas: list[Quota] = []
+        self._reads = 0
+
+    @property
+    def is_snapshot(self) -> bool:
+        """Whether everything read came from one store read (one consistent snapshot, or nothing at all).
+
+        Reads in several round trips may straddle another worker's commit; a result computed from them
+        holds only if none of those documents changed meanwhile (see ``Runtime.dispatch``).
+        """
+        return self._reads <= 1
 
     def prefetch(self, keys: Iterable[Key]) -> None:
         """Read every not-yet-read key in one round trip."""
         missing = [k for k in dict.fromkeys(keys) if k not in self._expect]
         if not missing:
             return
+        self._reads += 1
         for key, versioned in self._store.read(self._scope, missing).items():
             self._values[key] = versioned.value
             self._expect[key] = versioned.version

@@ -10,6 +10,7 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_finite
 from quineling.runtime.operations import Operation
 from stores.base import StateStore
+from stores.changes import ChangeSet
 from stores.errors import ConflictError, QuotaExceeded
 
 DEFAULT_SCOPE = "default"
@@ -70,9 +71,16 @@ class Runtime:
         scope = scope or self.scope
         for _ in range(self.limits.max_attempts):
             view = StateView(self.store, scope)
-            result = operation.handler(args, view, self.env)
+            try:
+                result = operation.handler(args, view, self.env)
+            except QuinelingError:
+                if self._consistent(scope, view):
+                    raise
+                continue  # refused on a torn read (e.g. a receipt before, the world after a commit)
             changes = view.change_set()
             if changes.is_empty:
+                # Read-only outcomes come from one read, except lineage (its index, then derivations that
+                # never change once written), so an observation needs no validation round trip.
                 return {"operation": operation.name, "result": result}
             try:
                 self.store.commit(scope, changes)
@@ -84,6 +92,22 @@ class Runtime:
                 ) from None
             return {"operation": operation.name, "result": result}
         raise QuinelingError("busy", "the store stayed contended; retry the request")
+
+    def _consistent(self, scope: str, view: StateView) -> bool:
+        """Whether a refusal rests on one state, like a commit does.
+
+        A single read is a snapshot. Reads in several round trips are checked by committing their versions
+        alone (no writes): if any document changed in between, the refusal may mix two states — say an
+        admission retry that read no receipt, then the world its original had just advanced, and would
+        answer ``stale-revision`` to a request that succeeded — so the request is recomputed instead.
+        """
+        if view.is_snapshot:
+            return True
+        try:
+            self.store.commit(scope, ChangeSet(expect=view.change_set().expect))
+        except ConflictError:
+            return False
+        return True
 
     def _resolve(self, request: Any) -> Operation:
         if not isinstance(request, Mapping):
