@@ -1,0 +1,201 @@
+"""Issue 5 over the wire: exactly-once ranch effects through gunicorn with 4 workers on one real Redis.
+
+Many client threads fire SendMessage requests together, each on a fresh connection, at a live server; the
+outcome is read from the task exactly as a client sees it: the ``quineling-result`` artifact on success, the
+failed task's ``status.message.metadata.quinelingError`` on refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from quineling.runtime.errors import QuinelingError
+from tests.concurrency.support import errors, fire_threads, oks, stored, wipe_state, wire
+from tests.conftest import REDIS_URL, needs_redis
+from tests.runtime.test_ranch_support import (
+    ALLOCATE,
+    SUM_CREDITS,
+    admission,
+    call,
+    command,
+    command_request,
+    courting_pair,
+    create,
+    inspect_world,
+    pairing_input,
+    ready,
+    world,
+    world_target,
+)
+from tests.support.live import LiveServer, live_server
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow, needs_redis]
+
+CLIENTS = 12
+WORKERS = 4
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    """One 4-worker server for the module; its access log names the worker pid of every request."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GUNICORN_CMD_ARGS", "--access-logformat 'pid=%(p)s %(r)s'")
+        with live_server(store_url=REDIS_URL, workers=WORKERS, access_log=1) as live:
+            yield live
+
+
+class HttpRuntime:
+    """``dispatch`` over JSON-RPC SendMessage, one fresh connection per request (a client's view)."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.server = server
+
+    def send(self, request: dict[str, Any]) -> tuple[str, Any]:
+        """``("ok", raw {operation, result} JSON)`` or ``("error", quinelingError)`` for one request."""
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {
+                    "messageId": f"msg-{uuid.uuid4().hex}",
+                    "role": "ROLE_USER",
+                    "parts": [{"mediaType": "application/json", "data": request}],
+                }
+            },
+        }
+        response = requests.post(
+            self.server.url("/a2a/jsonrpc"),
+            data=json.dumps(body),
+            headers={"Content-Type": "application/json", "A2A-Version": "1.0", "Connection": "close"},
+            timeout=60,
+        )
+        assert response.status_code == 200, response.text
+        task = response.json()["result"]["task"]
+        state = task["status"]["state"]
+        if state == "TASK_STATE_FAILED":
+            return "error", task["status"]["message"]["metadata"]["quinelingError"]
+        assert state == "TASK_STATE_COMPLETED", task
+        (artifact,) = [a for a in task["artifacts"] if a["artifactId"] == "quineling-result"]
+        return "ok", artifact["parts"][0]["data"]
+
+    def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+        kind, value = self.send(request)
+        if kind == "error":
+            raise QuinelingError(value["code"], value["message"], value["path"])
+        return value
+
+
+@pytest.fixture
+def rt(server: LiveServer) -> HttpRuntime:
+    wipe_state(server.prefix)  # one world per runtime: every test starts from an empty scope
+    return HttpRuntime(server)
+
+
+def fire(rt: HttpRuntime, requests_: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    return fire_threads(len(requests_), lambda n: rt.send(requests_[n]))
+
+
+def test_same_world_command_over_http_advances_once(rt: HttpRuntime) -> None:
+    """12 clients send one advance-4 command to 4 workers: one advance, 12 byte-identical acknowledgements."""
+    snap = world(rt)
+    for artifact in (create(rt, SUM_CREDITS, seed=1), create(rt, ALLOCATE, seed=2)):
+        command(rt, snap["id"], {"kind": "import", "artifactId": artifact["id"]})
+    for rid in ("r1", "r2"):
+        command(rt, snap["id"], {"kind": "participate", "residentId": rid, "enabled": True})
+    before = inspect_world(rt, snap["id"])
+    request = command_request(rt, snap["id"], {"kind": "advance", "ticks": 4})
+    outcomes = fire(rt, [request] * CLIENTS)
+    assert errors(outcomes) == []
+    acks = {wire(value["result"]) for value in oks(outcomes)}
+    assert len(acks) == 1 and len(oks(outcomes)) == CLIENTS
+    after = inspect_world(rt, snap["id"])
+    assert (after["revision"], after["tick"], after["nextSequence"]) == (
+        before["revision"] + 1,
+        before["tick"] + 4,
+        before["nextSequence"] + 1,
+    )
+    assert len(after["proposals"]) == 1
+
+
+def test_same_proposal_over_http_births_once(rt: HttpRuntime) -> None:
+    """12 clients admit one live proposal under 12 requestIds: one child, 11 failed tasks (stale-revision)."""
+    snap, parents = courting_pair(rt)
+    value = pairing_input(snap)
+    candidate = ready(rt, value)
+    outcomes = fire(
+        rt, [admission(value, candidate, f"http-birth-{n}", world_target(snap)) for n in range(CLIENTS)]
+    )
+    (winner,) = oks(outcomes)
+    ack = winner["result"]
+    # All carried the pre-birth revision; the admission checks the revision before the proposal (§10).
+    assert {(e["code"], e["path"]) for e in errors(outcomes)} == {
+        ("stale-revision", "target.expectedRevision")
+    }
+    assert len(errors(outcomes)) == CLIENTS - 1
+    after = inspect_world(rt, snap["id"])
+    assert after["revision"] == ack["worldRevision"] == snap["revision"] + 1
+    assert [r["artifactId"] for r in after["residents"] if r["stage"] == "nursery"] == [ack["artifactId"]]
+    held = {r["residentId"]: r["energy"] for r in snap["residents"]}
+    assert {r["residentId"]: r["energy"] for r in after["residents"] if r["residentId"] in held} == {
+        rid: energy - 30 for rid, energy in held.items()
+    }
+    assert call(rt, operation="lineage")["derivations"] == [ack["derivation"]]
+    assert list(stored(rt.server.prefix, "receipt")) == [ack["requestId"]]
+    late = admission(
+        value, candidate, "http-late", {**world_target(snap), "expectedRevision": after["revision"]}
+    )
+    assert rt.send(late)[1]["code"] == "ineligible"  # the consumed proposal itself is refused, too
+    assert len(parents) == 2
+
+
+def test_fresh_commands_over_http_one_success_rest_conflict(rt: HttpRuntime) -> None:
+    """9 different commands race for one fresh sequence over HTTP: one success, 8 `conflict` failures."""
+    snap = world(rt)
+    artifact = create(rt, SUM_CREDITS, seed=1)
+    command(rt, snap["id"], {"kind": "import", "artifactId": artifact["id"]})
+    commands = [
+        *({"kind": "advance", "ticks": t} for t in (1, 2, 3, 4)),
+        {"kind": "participate", "residentId": "r1", "enabled": True},
+        {"kind": "participate", "residentId": "r1", "enabled": False},
+        {"kind": "withdraw", "residentId": "r1"},
+        {"kind": "retire", "residentId": "r1"},
+        {"kind": "import", "artifactId": artifact["id"]},
+    ]
+    requests_ = [command_request(rt, snap["id"], c) for c in commands]
+    outcomes = fire(rt, requests_)
+    (winner,) = oks(outcomes)
+    # §10 step 2 (retained sequence, other payload → conflict) precedes step 3 (stale-revision).
+    assert {(e["code"], e["path"]) for e in errors(outcomes)} == {("conflict", "sequence")}
+    assert len(errors(outcomes)) == len(commands) - 1
+    after = inspect_world(rt, snap["id"])
+    assert (after["revision"], after["nextSequence"]) == (snap["revision"] + 2, snap["nextSequence"] + 2)
+    index = next(i for i, outcome in enumerate(outcomes) if outcome[0] == "ok")
+    assert rt.send(requests_[index]) == ("ok", winner)  # the winner's retry replays its acknowledgement
+
+
+def test_replayed_world_admission_over_http_births_once(rt: HttpRuntime) -> None:
+    """12 clients send one world admission (same requestId and payload): one birth, identical acknowledgements."""
+    snap, _ = courting_pair(rt)
+    value = pairing_input(snap)
+    request = admission(value, ready(rt, value), "http-world-birth", world_target(snap))
+    outcomes = fire(rt, [request] * CLIENTS)
+    assert errors(outcomes) == []
+    assert len({wire(value["result"]) for value in oks(outcomes)}) == 1
+    ack = oks(outcomes)[0]["result"]
+    after = inspect_world(rt, snap["id"])
+    assert after["revision"] == ack["worldRevision"] == snap["revision"] + 1
+    assert call(rt, operation="lineage")["derivations"] == [ack["derivation"]]
+
+
+def test_the_races_were_served_by_several_workers(server: LiveServer) -> None:
+    """Runs last: the access log shows the racing requests above spread over more than one worker process."""
+    workers = set(re.findall(r"pid=<(\d+)> POST /a2a/jsonrpc", server.log_text()))
+    assert len(workers) >= 2, server.log_text()[-2000:]
