@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from stores import codec
 from stores.base import JSON, PAUSED_STATES, TERMINAL_STATES
 
 
 def encode(value: Any) -> str:
     """Compact JSON; the stored size of a task is the UTF-8 length of this text."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return codec.dumps(value)
 
 
 def decode(text: str | bytes) -> Any:
-    return json.loads(text)
+    return codec.loads(text)
 
 
 ACTIVE, TERMINAL, PAUSED = "active", "terminal", "paused"

@@ -3,7 +3,6 @@ for a failure after the stream has started (reference §7, §8, §14)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -11,12 +10,13 @@ from typing import Any
 from flask import Response, stream_with_context
 
 from quineling.a2a.errors import A2AError, InternalError
+from stores import codec
 
 log = logging.getLogger(__name__)
 
 
 def compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return codec.dumps(value)
 
 
 def as_a2a_error(exc: BaseException) -> A2AError:
