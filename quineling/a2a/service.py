@@ -30,7 +30,14 @@ from quineling.a2a.errors import (
 from quineling.a2a.executor import Dispatcher, DispatchOnce, Execution, QuinelingExecutor
 from quineling.a2a.model import new_id, normalize_message, present_task
 from stores.base import TaskQuery, TaskStore, Versioned
-from stores.errors import InvalidCursor, StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
+from stores.errors import (
+    InvalidCursor,
+    StoreError,
+    StoreUnavailable,
+    TaskConflict,
+    TaskStoreFull,
+    TaskTooLarge,
+)
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -101,9 +108,14 @@ class A2AService:
         # synchronous, and push configs are ignored because pushNotifications is off (reference §5).
         wire.boolean(config, "returnImmediately")
         task_id = message.get("taskId")
-        if task_id:
-            return self._follow_up(ctx, task_id, message), history_length
-        execution = self.executor.start(new_id(), message.get("contextId") or new_id(), message)
+        try:
+            if task_id:
+                return self._follow_up(ctx, task_id, message), history_length
+            execution = self.executor.start(new_id(), message.get("contextId") or new_id(), message)
+        except (
+            StoreError
+        ) as exc:  # the runtime's state store (task-store failures are mapped where they occur)
+            raise self._store_failure(exc) from None
         try:
             self._save(ctx, execution, expect_version=0)
         except TaskConflict:  # a fresh random id already taken: not expected to happen
@@ -338,5 +350,9 @@ class A2AService:
             return InternalError(
                 "Task storage is full: no terminal or paused task can be evicted; retry later"
             )
-        log.exception("task store failure")
-        return InternalError("Task storage is unavailable")
+        if isinstance(exc, StoreUnavailable):
+            # An outage hits every request: one line each, not a traceback each.
+            log.warning("store unavailable: %s", exc)
+            return InternalError("Storage is unavailable; retry later")
+        log.exception("store failure")
+        return InternalError("Storage failed; retry later")
