@@ -1,8 +1,8 @@
 """JSON-RPC 2.0 binding at ``/a2a/jsonrpc`` (reference §7). Parse the envelope, call the service, render.
 
 Processing order: Content-Type → size → JSON → envelope → method family (unknown ⇒ -32601) → version →
-params → call. Error envelopes
-answer HTTP 200, except a parse error or a bad Content-Type (400) and an oversized body (413) (D15).
+params → call. Error envelopes answer HTTP 200, except a parse error or a bad Content-Type (400) and an
+oversized body (413) (D15).
 """
 
 from __future__ import annotations
