@@ -222,3 +222,17 @@ def test_runtime_failure_and_message_to_terminal_task(js: Any, transport: str) -
     terminal = out["terminalSend"]
     assert terminal["raised"] and terminal["isUnsupportedOperation"], terminal
     assert terminal["reason"] == "UNSUPPORTED_OPERATION"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_seed_ranch_walk_through_and_compose_example(js: Any, transport: str) -> None:
+    """The seed's own JS ranch example: a retried world command with a new messageId acknowledges once,
+    an admission retried under its requestId is the same birth, and only an explicit run executes the
+    composed child."""
+    out = js("ranch", transport)
+    assert out["advanced"] == out["sameAcknowledgement"]
+    assert out["revisionAfter"] == out["revisionBefore"] + 1 and out["tickAdvance"] == 4
+    assert out["previewStatus"] == "ready" and out["frameCandidate"] and 0 < out["framePoints"] <= 4000
+    assert out["sameBirth"] == out["admitted"]
+    assert out["admitted"]["artifactId"] in out["lineageChildren"]
+    assert out["childOutputs"] == {"allocated": 12, "remaining": 8}

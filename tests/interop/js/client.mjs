@@ -322,6 +322,56 @@ const scenarios = {
       }),
     };
   },
+
+  // The seed's ranch walk-through ("Structured ranch requests and original-key retries"), then the
+  // design's compose example: pinned parents → preview → frame → admit twice → lineage → explicit run.
+  async ranch() {
+    const client = await connect();
+    const op = async (data) => resultData(await send(client, data));
+    const createdWorld = await op({ operation: 'worldCreate', worldKey: 'a2a-garden', seed: 23, affinity: 'neutral' });
+    const worldId = createdWorld.result.id;
+    const snapshot = (await op({ operation: 'worldInspect', worldId })).result;
+    const originalCommand = {
+      operation: 'worldCommand', worldId, expectedRevision: snapshot.revision,
+      sequence: snapshot.nextSequence, command: { kind: 'advance', ticks: 4 },
+    };
+    const advanced = await op(originalCommand);
+    const sameAcknowledgement = await op(originalCommand); // a new messageId: a transport retry only
+    const after = (await op({ operation: 'worldInspect', worldId })).result;
+
+    const parentA = (await op({ operation: 'create', thought: '[2,2,8] credits | sum | report request' })).result.artifact;
+    const parentB = (await op({ operation: 'create', thought: '5 credits | allocate from 20 | report allocated, remaining' })).result.artifact;
+    const pin = (a) => ({ artifactId: a.id, intentHash: a.companions.intentHash });
+    const input = { parents: [pin(parentA), pin(parentB)], recipe: 'compose', nonce: 7, mutation: 'none', origin: { kind: 'manual' } };
+    const prepared = (await op({ operation: 'offspringPreview', input })).result;
+    const c = prepared.candidate;
+    const framed = (await op({
+      operation: 'offspringFrame', input, candidateId: c.candidateId, childSourceHash: c.childSourceHash,
+      phase: 0, options: { budget: 4000, crests: 2 },
+    })).result;
+    const originalAdmission = {
+      operation: 'offspringAdmit', input, candidateId: c.candidateId, childSourceHash: c.childSourceHash,
+      target: { kind: 'library' }, requestId: `a2a-manual-birth-${transport}`,
+    };
+    const admitted = (await op(originalAdmission)).result;
+    const sameBirth = (await op(originalAdmission)).result;
+    const evidence = (await op({ operation: 'lineage', artifactId: admitted.artifactId, limit: 16 })).result;
+    const executed = (await op({ operation: 'run', artifactId: admitted.artifactId })).result;
+    return {
+      revisionBefore: snapshot.revision,
+      advanced: advanced.result,
+      sameAcknowledgement: sameAcknowledgement.result,
+      revisionAfter: after.revision,
+      tickAdvance: after.tick - snapshot.tick,
+      previewStatus: prepared.status,
+      framePoints: framed.frame.points.length,
+      frameCandidate: framed.candidateId === c.candidateId,
+      admitted,
+      sameBirth,
+      lineageChildren: evidence.derivations.map((d) => d.childArtifactId),
+      childOutputs: executed.outputs,
+    };
+  },
 };
 
 if (!scenarios[scenario] || !BINDINGS[transport]) {
