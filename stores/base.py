@@ -201,6 +201,11 @@ class TaskStore(ABC):
         past their TTL may be dropped by any call, including one that fails.
         """
 
+    def joins(self, state: StateStore) -> bool:
+        """Whether ``state`` can commit this store's saves with its change sets (``TaskWrite``): true when
+        both are stores of one backend instance."""
+        return False
+
     @abstractmethod
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
         """Newest status timestamp first, ties by admission sequence (newest first).

@@ -83,6 +83,10 @@ class MemoryStateStore(StateStore):
     def __init__(self, data: MemoryData) -> None:
         self._data = data
 
+    @property
+    def data(self) -> MemoryData:
+        return self._data
+
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
         with self._data.lock:
             docs = self._data.documents.get(scope, {})
@@ -102,7 +106,7 @@ class MemoryStateStore(StateStore):
         if task is not None:
             from stores.memory_tasks import MemoryTaskStore
 
-            if not isinstance(task.store, MemoryTaskStore) or not task.store.shares(self._data):
+            if not isinstance(task.store, MemoryTaskStore) or not task.store.joins(self):
                 raise ValueError("a task written with a commit must belong to the same memory backend")
             return task.store.save_with_changes(prepare_changes(scope, changes), task)
         if not changes.expect and changes.is_empty:

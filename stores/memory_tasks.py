@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from stores.base import (
     JSON,
+    StateStore,
     TaskEvent,
     TaskLimits,
     TaskPage,
@@ -22,7 +23,13 @@ from stores.base import (
 )
 from stores.errors import TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.memory import MemoryData, PreparedChanges, apply_changes, check_changes
+from stores.memory import (
+    MemoryData,
+    MemoryStateStore,
+    PreparedChanges,
+    apply_changes,
+    check_changes,
+)
 from stores.records import ACTIVE, PAUSED, TaskFacts, decode, encode, expected_version, task_facts
 
 TaskRef = tuple[str, str]  # (scope, task id)
@@ -72,9 +79,8 @@ class MemoryTaskStore(TaskStore):
         self._clock = clock or time.time
         self._signer = signer
 
-    def shares(self, data: MemoryData) -> bool:
-        """Whether this store lives in ``data`` (a change set can then commit together with its saves)."""
-        return self._data is data
+    def joins(self, state: StateStore) -> bool:
+        return isinstance(state, MemoryStateStore) and state.data is self._data
 
     def _expire(self, now: float) -> None:
         """Drop paused tasks whose last update is at least the TTL old (called under the lock)."""

@@ -108,6 +108,7 @@ class RedisStateStore(StateStore):
     def __init__(self, conn: Connection, prefix: str) -> None:
         self._conn = conn
         self._prefix = prefix
+        self.location = (conn, prefix)  # two stores over one location commit together
         self._commit = conn.script("changes", "commit")
 
     def read(self, scope: str, keys_: Iterable[Key]) -> dict[Key, Versioned]:
@@ -139,7 +140,7 @@ class RedisStateStore(StateStore):
         if task is not None:
             from stores.redis_tasks import RedisTaskStore
 
-            if not isinstance(task.store, RedisTaskStore) or not task.store.shares(self._conn, self._prefix):
+            if not isinstance(task.store, RedisTaskStore) or not task.store.joins(self):
                 raise ValueError("a task written with a commit must belong to the same Redis backend")
             return task.store.save_with_changes(scope, changes, task)
         if not changes.expect and changes.is_empty:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from stores import keys
 from stores.base import (
     JSON,
+    StateStore,
     TaskEvent,
     TaskLimits,
     TaskPage,
@@ -34,7 +35,7 @@ from stores.records import decode, encode, expected_version, task_facts
 from stores.redis import change_args, raise_state_refusal, state_keys, text
 
 if TYPE_CHECKING:
-    from stores.redis import Connection, RedisBackend
+    from stores.redis import RedisBackend
 
 _PRELUDE = "expire_paused"
 
@@ -51,9 +52,13 @@ class RedisTaskStore(TaskStore):
         self._commit_task = self._conn.script(_PRELUDE, "task_write", "changes", "commit_task")
         self._list = self._conn.script(_PRELUDE, "task_list")
 
-    def shares(self, conn: Connection, prefix: str) -> bool:
-        """Whether this store is over ``conn`` and ``prefix`` (a state commit can then carry its saves)."""
-        return self._conn is conn and self._prefix == prefix
+    def joins(self, state: StateStore) -> bool:
+        from stores.redis import RedisStateStore
+
+        if not isinstance(state, RedisStateStore):
+            return False
+        conn, prefix = state.location
+        return conn is self._conn and prefix == self._prefix
 
     def _keys(self, scope: str) -> list[str]:
         return list(keys.task_keys(self._prefix, task_partition(scope)).values())
