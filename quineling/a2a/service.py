@@ -226,6 +226,8 @@ class A2AService:
             raise
         except StoreError as exc:
             raise self._store_failure(exc) from None
+        if not finished:  # pragma: no cover - a dispatcher that answered without asking for the task
+            raise InternalError("The runtime answered without recording the task; retry")
         return finished[-1]
 
     def _follow_up(self, ctx: CallContext, task_id: str, message: JSON) -> Execution:
