@@ -8,7 +8,7 @@ import pytest
 
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
-from tests.a2a.conftest import V1, JsonRpcBinding, text, user_message
+from tests.a2a.conftest import V1, JsonRpcBinding, data, text, user_message
 
 fakeredis = pytest.importorskip("fakeredis")
 
@@ -56,6 +56,18 @@ def test_new_task_send_is_two_round_trips(backend: Any, redis_client: Any, thoug
     before = backend.round_trips()
     task = send(redis_client, thought.format(n=7))
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert backend.round_trips() - before == 2
+
+
+def test_a_failed_request_is_two_round_trips(backend: Any, redis_client: Any) -> None:
+    """A refusal commits no runtime state: the runtime's read, then the FAILED task committed alone."""
+    send(redis_client, "[1] | sum | report warm")
+    unknown = data({"operation": "inspect", "artifactId": "sha256:" + "0" * 64})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message(unknown)}}
+    before = backend.round_trips()
+    task = redis_client.post("/a2a/jsonrpc", json=body, headers=V1).get_json()["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert task["status"]["message"]["metadata"]["quinelingError"]["code"] == "not-found"
     assert backend.round_trips() - before == 2
 
 
