@@ -14,7 +14,7 @@ import pytest
 
 from quineling import QuinelingError, Runtime
 from quineling.runtime.context import Env, RuntimeLimits
-from stores import MemoryBackend, TaskConflict, TaskStore
+from stores import ChangeSet, MemoryBackend, TaskConflict, TaskStore
 from stores.base import TaskWrite
 
 SQUARES = "[2,3,4] | square | sum | report total"
@@ -127,3 +127,29 @@ def test_a_refused_write_commits_nothing_of_the_runtime(backend: MemoryBackend) 
         rt.dispatch({"operation": "create", "thought": SQUARES}, attach=attach)
     assert state(backend) == ({}, {})
     assert tasks.load(f"{SCOPE}/user", "t")["status"]["state"] == "TASK_STATE_WORKING"
+
+
+def test_a_refusal_read_in_two_round_trips_is_rechecked_in_its_write_commit(backend: MemoryBackend) -> None:
+    """The torn-read recheck rides along the write: a refusal whose reads straddled another commit is
+    recomputed (and its write rebuilt), never answered from two states."""
+    from quineling.runtime.operations import Operation
+
+    rt = runtime(backend)
+    state_store = backend.state_store()
+    flag, other = ("doc", "flag"), ("doc", "other")
+    state_store.commit(SCOPE, ChangeSet(expect={flag: 0}, put={flag: {"v": 1}}))
+    rivals = [lambda: state_store.commit(SCOPE, ChangeSet(expect={flag: 1}, put={flag: {"v": 2}}))]
+
+    def handler(args: dict[str, Any], view: Any, env: Any) -> Any:
+        seen = view.get(*flag)["v"]
+        if rivals:
+            rivals.pop()()  # another worker commits between this request's two reads
+        view.get(*other)
+        raise QuinelingError("conflict", f"refused at flag {seen}")
+
+    rt.operations = {**rt.operations, "probe": Operation("probe", lambda request, path: request, handler)}
+    attach = Recorder(backend.task_store())
+    with pytest.raises(QuinelingError, match="refused at flag 2"):
+        rt.dispatch({"operation": "probe"}, attach=attach)
+    assert [o.message for o in attach.outcomes] == ["refused at flag 1", "refused at flag 2"]
+    assert attach.stored()["error"] == "conflict"
