@@ -203,6 +203,47 @@ def new_task(port: int) -> dict[str, Any]:
         conn.close()
 
 
+def send_bench(store_url: str, seconds: float) -> dict[str, Any]:
+    """SendMessage in-process through the Flask app (no HTTP): the runtime dispatch plus its task commit."""
+    from quineling.app import create_app
+
+    app = create_app(config={"store_url": store_url, "store_prefix": f"bench-{uuid.uuid4().hex[:8]}",
+                             "max_artifacts": 1_000_000, "max_records": 1_000_000})  # fmt: skip
+    backend = app.extensions["quineling"].extras["backend"]
+    client = app.test_client()
+    headers = {"A2A-Version": "1.0"}
+
+    def post(body: bytes) -> dict[str, Any]:
+        return client.post(
+            "/a2a/jsonrpc", data=body, content_type="application/json", headers=headers
+        ).get_json()
+
+    task = post(send({"operation": "create", "thought": SQUARES}))["result"]["task"]
+    artifact_id = task["artifacts"][0]["parts"][0]["data"]["result"]["artifact"]["id"]
+    counter = iter(range(10**9))
+    scenarios: dict[str, Callable[[], bytes]] = {
+        "SendMessage(create, new artifact)": lambda: send(
+            {"operation": "create", "thought": f"[{next(counter)}, 2] | sum | report t"}
+        ),
+        "SendMessage(run)": lambda: send({"operation": "run", "artifactId": artifact_id}),
+    }
+    out = {}
+    for name, make in scenarios.items():
+        latencies: list[float] = []
+        trips = backend.round_trips()
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            body = make()
+            start = time.perf_counter()
+            post(body)
+            latencies.append(time.perf_counter() - start)
+        out[name] = summarize(latencies, sum(latencies)) | {
+            "round_trips_per_op": (backend.round_trips() - trips) / len(latencies)
+        }
+    backend.close()
+    return out
+
+
 def round_trips_per_request(store_url: str) -> dict[str, float]:
     """Store round trips of one request on the happy path, counted in-process through the Flask app."""
     from quineling.app import create_app
@@ -256,6 +297,9 @@ def main() -> None:
         if args.only in (None, "dispatch"):
             for label, url in (("memory", "memory://"), ("redis", redis_url)):
                 report[f"dispatch {label}"] = dispatch_bench(url, seconds)
+                flush(redis_url)
+            for label, url in (("memory", "memory://"), ("redis", redis_url)):
+                report[f"send in-process {label}"] = send_bench(url, seconds)
                 flush(redis_url)
             for label, url in (("memory", "memory://"), ("redis", redis_url)):
                 report[f"round trips {label}"] = round_trips_per_request(url)

@@ -36,7 +36,10 @@ def create_app(
     Arguments left as ``None`` come from ``config``, then ``QUINELING_*`` variables, then defaults
     (``legacy_compat`` on, ``request_limit_bytes`` 2 MiB, ``base_url`` ``http://127.0.0.1:8049``).
     ``runtime`` needs ``dispatch(request) -> {operation, result}``; ``task_store`` is a
-    :class:`stores.base.TaskStore`.
+    :class:`stores.base.TaskStore`. A :class:`~quineling.runtime.runtime.Runtime` over the task store's backend
+    (what this builds when both are left out) commits each SendMessage's task in its own commit; any other
+    runtime is dispatched first and its task saved after (docs/decisions-a2a.md, "One atomic commit per
+    request").
     """
     overrides = dict(config or {})
     for name, value in (

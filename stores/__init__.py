@@ -13,9 +13,11 @@ from stores.base import (
     TaskPage,
     TaskQuery,
     TaskStore,
+    TaskWrite,
     Versioned,
     backend_from_url,
     store_from_url,
+    task_partition,
 )
 from stores.changes import ChangeSet, Key, Quota
 from stores.errors import (
@@ -55,7 +57,9 @@ __all__ = [
     "TaskStore",
     "TaskTooLarge",
     "TaskStoreFull",
+    "TaskWrite",
     "Versioned",
     "backend_from_url",
     "store_from_url",
+    "task_partition",
 ]

@@ -11,6 +11,14 @@ Two stores live behind one URL (``memory://`` or ``redis://…``):
   signed cursor. Every stored task carries a version, so a read-modify-write of a task can be made
   conditional (optimistic concurrency, as for documents) without an extra round trip.
 
+**One atomic commit per request.** A task scope is ``"tenant/user"``; its *partition* is the tenant
+(:func:`task_partition`). Task capacity, eviction, versions, admission sequences and the listing index are kept
+per partition, and a partition's tasks live beside the state scope of the same name (on Redis: under the same
+hash tag, so in one cluster slot). That is what lets :meth:`StateStore.commit` take a :class:`TaskWrite` and
+commit a change set and a task save as one all-or-nothing step: never a committed state change without its
+task, nor the reverse. The price: one tenant can no longer evict another tenant's tasks — each tenant has the
+whole task capacity (``TaskLimits``) to itself.
+
 Values are plain JSON-compatible ``dict``s. Backends serialise on write and deserialise on read, so no caller
 can mutate stored state by reference.
 """
@@ -25,6 +33,15 @@ from typing import Any, ClassVar
 from stores.changes import ChangeSet, Key
 
 JSON = dict[str, Any]
+
+
+def task_partition(scope: str) -> str:
+    """The partition (tenant) of a task scope: the part before the first ``/`` — all of it if there is none.
+
+    Capacity and eviction are per partition, and a state scope with this name commits together with the
+    partition's tasks. Callers that let a tenant contain ``/`` must escape it in the scope.
+    """
+    return scope.split("/", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +64,19 @@ class StateStore(ABC):
         """Current values of quota counters (0 when never touched). For reporting, not for decisions."""
 
     @abstractmethod
-    def commit(self, scope: str, changes: ChangeSet) -> None:
-        """Apply ``changes`` atomically, all or nothing.
+    def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
+        """Apply ``changes`` atomically, all or nothing; with ``task``, save that task in the same step.
 
         Raises :class:`~stores.errors.ConflictError` when an expected version no longer holds (recompute and
         retry), and :class:`~stores.errors.QuotaExceeded` when a quota would pass its limit (nothing written).
+
+        ``task`` (a :class:`TaskWrite` to a task store of the same backend, whose scope's partition is
+        ``scope``) is saved exactly as :meth:`TaskStore.save` would, and the new task version is returned
+        (``None`` without a task). Every check of both halves comes before any write: the state's version
+        conflict, then quotas, then the task's size (:class:`~stores.errors.TaskTooLarge`), version
+        (:class:`~stores.errors.TaskConflict`) and capacity (:class:`~stores.errors.TaskStoreFull`), so on
+        any of these errors neither the documents nor the task store changed (paused tasks past their TTL
+        may still be dropped, as by any task store call). An empty change set with a task is a plain save.
         """
 
     def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
@@ -80,6 +105,24 @@ TERMINAL_STATES = frozenset(
     {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 )
 PAUSED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskWrite:
+    """A task save to commit in the same atomic step as a change set (``StateStore.commit(…, task=…)``).
+
+    Arguments as for :meth:`TaskStore.save`; ``store`` is the task store whose limits and clock apply.
+    """
+
+    store: TaskStore
+    scope: str
+    task: JSON
+    events: tuple[JSON, ...] = ()
+    expect_version: int | None = None
+
+    def save(self) -> int:
+        """Save on its own (no change set): for callers whose state lives elsewhere."""
+        return self.store.save(self.scope, self.task, self.events, expect_version=self.expect_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +155,17 @@ class TaskStore(ABC):
     """Bounded A2A task storage (the seed's ``BoundedTaskStore``) plus a per-task event log.
 
     **Versions.** Every stored task has a version: a positive integer that every successful save replaces
-    with a strictly greater one. Versions come from one store-wide counter, so a version is never reused,
+    with a strictly greater one. Versions come from one counter per partition, so a version is never reused,
     not even by a task evicted or expired and then saved again under the same id (no ABA). An absent task
     has version 0. A caller that reads a task to change it loads it with :meth:`load_versioned` and saves it
     with ``expect_version`` set to the version it read; the save then succeeds only if nobody else saved (or
     evicted, or expired) the task in between. Checking the version costs no extra round trip: it happens in
     the same atomic step as the save.
+
+    **Partitions.** Limits apply per partition (tenant) of the scope: 128 tasks / 64 MiB by default for each
+    tenant, and eviction only ever removes the saving tenant's own tasks. Version and admission-sequence
+    counters are per partition too (a task id never changes partition, so a version is still never reused
+    for it). A task save can also ride along a state commit: see :class:`TaskWrite`.
     """
 
     limits: TaskLimits
@@ -144,13 +192,19 @@ class TaskStore(ABC):
         raises :class:`~stores.errors.TaskConflict` and changes nothing: task, events, listing index, capacity
         counters and eviction candidates are all left as they were.
 
-        At capacity, evicts terminal or paused tasks of any scope, oldest last update first, never the task
-        being saved and never an active (submitted/working) task; the eviction is committed only together with
+        At capacity, evicts terminal or paused tasks of the same partition (tenant, see
+        :func:`task_partition`), oldest last update first, never the task being saved and never an active
+        (submitted/working) task; the eviction is committed only together with
         the save once the replacement is shown to fit. Raises :class:`~stores.errors.TaskTooLarge` or
         :class:`~stores.errors.TaskStoreFull`, leaving everything intact. A too-large task is refused before
         its version is checked; a version conflict is reported before capacity is considered. Paused tasks
         past their TTL may be dropped by any call, including one that fails.
         """
+
+    def joins(self, state: StateStore) -> bool:
+        """Whether ``state`` can commit this store's saves with its change sets (``TaskWrite``): true when
+        both are stores of one backend instance."""
+        return False
 
     @abstractmethod
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
@@ -197,6 +251,14 @@ class Backend(ABC):
         decides paused-task expiry, so tests can inject one.
         """
 
+    def commit_with_task(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+        """Commit ``changes`` and save ``write`` in one atomic step; returns the task's new version.
+
+        The same as ``state_store().commit(scope, changes, task=write)``, which documents the errors."""
+        version = self.state_store().commit(scope, changes, task=write)
+        assert version is not None
+        return version
+
     def round_trips(self) -> int:
         """How many server round trips this backend has made (0 for in-process backends)."""
         return 0
@@ -236,7 +298,9 @@ __all__ = [
     "TaskPage",
     "TaskQuery",
     "TaskStore",
+    "TaskWrite",
     "Versioned",
     "backend_from_url",
     "store_from_url",
+    "task_partition",
 ]

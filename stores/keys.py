@@ -1,14 +1,16 @@
 """Every Redis key and hash field the Redis backend uses, built here and nowhere else.
 
 State keys carry one hash tag per scope (``q:{default}:doc``), so one scope's commit touches one cluster slot.
-The task store is bounded *globally* (capacity spans scopes, and eviction may pick any scope's task), so all
-of its keys share a single tag (``q:{tasks}:…``); a save that evicts still runs in one slot.
+The task store is bounded *per tenant* (see :func:`stores.base.task_partition`): a tenant's task keys carry the
+same tag as that tenant's state keys (``q:{default}:task:data``), so a save that evicts, and a state commit
+together with a task save (``stores/lua/commit_task.lua``), each run in one slot.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
+from stores.base import task_partition
 from stores.changes import Key
 
 
@@ -41,13 +43,14 @@ def document_field(key: Key) -> str:
     return f"{_escape(kind)}/{_escape(ident)}"
 
 
-def task_tag(prefix: str) -> str:
-    return f"{prefix}:{{tasks}}"
+def task_tag(prefix: str, partition: str) -> str:
+    """The tag of one tenant's task keys: the same as that tenant's state keys (one slot for both)."""
+    return f"{scope_tag(prefix, partition)}:task"
 
 
-def task_keys(prefix: str) -> dict[str, str]:
-    """The task store's shared keys, in the order the Lua scripts expect them as ``KEYS[1..7]``."""
-    tag = task_tag(prefix)
+def task_keys(prefix: str, partition: str) -> dict[str, str]:
+    """One tenant's task keys, in the order the Lua scripts expect them as ``KEYS[1..7]``."""
+    tag = task_tag(prefix, partition)
     return {
         "data": f"{tag}:data",  # hash: task field → task JSON
         "info": f"{tag}:info",  # hash: task field → listing info JSON {ts, ctx, state}
@@ -59,9 +62,11 @@ def task_keys(prefix: str) -> dict[str, str]:
     }
 
 
-def task_identity(prefix: str) -> str:
-    """Hash: ``id`` and ``secret`` shared by every worker, so any worker accepts any worker's cursor."""
-    return f"{task_tag(prefix)}:identity"
+def task_identity(prefix: str, partition: str) -> str:
+    """Hash: ``id`` and ``secret`` shared by every worker, so any worker accepts any worker's cursor.
+
+    One per tenant, because the listing script that creates it must stay in the tenant's slot."""
+    return f"{task_tag(prefix, partition)}:identity"
 
 
 def task_field(scope: str, task_id: str) -> str:
@@ -73,8 +78,8 @@ def task_field_prefix(scope: str) -> str:
 
 
 def task_events(prefix: str, scope: str, task_id: str) -> str:
-    """Stream: the task's event log."""
-    return f"{task_tag(prefix)}:events:{task_field(scope, task_id)}"
+    """Stream: the task's event log (in its tenant's slot)."""
+    return f"{task_tag(prefix, task_partition(scope))}:events:{task_field(scope, task_id)}"
 
 
 def all_keys_pattern(prefix: str) -> str:

@@ -1,4 +1,7 @@
-"""The memory backend's task store: bounded, with eviction, lazy paused-task expiry and an event log."""
+"""The memory backend's task store: bounded per partition (tenant), with eviction, lazy paused-task expiry and
+an event log. A save is split into a check (:meth:`MemoryTaskStore._plan`, raises and writes nothing) and an
+apply, so :meth:`MemoryTaskStore.save_with_changes` can check a change set and a task save together under the
+one lock before writing either."""
 
 from __future__ import annotations
 
@@ -6,10 +9,27 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore, Versioned
+from stores.base import (
+    JSON,
+    StateStore,
+    TaskEvent,
+    TaskLimits,
+    TaskPage,
+    TaskQuery,
+    TaskStore,
+    TaskWrite,
+    Versioned,
+    task_partition,
+)
 from stores.errors import TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.memory import MemoryData
+from stores.memory import (
+    MemoryData,
+    MemoryStateStore,
+    PreparedChanges,
+    apply_changes,
+    check_changes,
+)
 from stores.records import ACTIVE, PAUSED, TaskFacts, decode, encode, expected_version, task_facts
 
 TaskRef = tuple[str, str]  # (scope, task id)
@@ -22,7 +42,28 @@ class Entry:
     sequence: int  # immutable admission sequence
     updated: float  # last update (store clock); polling never changes it
     facts: TaskFacts
-    version: int  # from the store-wide counter; every save assigns a greater one
+    version: int  # from the partition's counter; every save assigns a greater one
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSave:
+    """A task save encoded outside the lock."""
+
+    ref: TaskRef
+    partition: str
+    text: str
+    size: int
+    facts: TaskFacts
+    events: list[str]
+    expect_version: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SavePlan:
+    """A checked save: what it replaces and whom it evicts."""
+
+    previous: Entry | None
+    victims: list[TaskRef]
 
 
 class MemoryTaskStore(TaskStore):
@@ -38,70 +79,115 @@ class MemoryTaskStore(TaskStore):
         self._clock = clock or time.time
         self._signer = signer
 
+    def joins(self, state: StateStore) -> bool:
+        return isinstance(state, MemoryStateStore) and state.data is self._data
+
     def _expire(self, now: float) -> None:
         """Drop paused tasks whose last update is at least the TTL old (called under the lock)."""
-        tasks = self._data.tasks
-        for ref in [r for r, e in tasks.items() if e.facts.retention == PAUSED and self._expired(e, now)]:
-            self._remove(ref)
+        for tasks in self._data.tasks.values():
+            for ref in [r for r, e in tasks.items() if e.facts.retention == PAUSED and self._expired(e, now)]:
+                self._remove(ref)
 
     def _expired(self, entry: Entry, now: float) -> bool:
         return now - entry.updated >= self.limits.paused_ttl_seconds
 
     def _remove(self, ref: TaskRef) -> None:
-        self._data.tasks.pop(ref, None)
+        self._data.tasks.get(task_partition(ref[0]), {}).pop(ref, None)
         self._data.events.pop(ref, None)
+
+    def _entry(self, ref: TaskRef) -> Entry | None:
+        return self._data.tasks.get(task_partition(ref[0]), {}).get(ref)
 
     def load_versioned(self, scope: str, task_id: str) -> Versioned:
         with self._data.lock:
             self._expire(self._clock())
-            entry = self._data.tasks.get((scope, task_id))
+            entry = self._entry((scope, task_id))
             return Versioned(None, 0) if entry is None else Versioned(decode(entry.text), entry.version)
 
     def save(
         self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
     ) -> int:
-        expect_version = expected_version(expect_version)
-        facts = task_facts(task)
-        text = encode(task)
-        size = len(text.encode())
-        event_texts = [encode(event) for event in events]
-        if size > self.limits.max_task_bytes:
-            raise TaskTooLarge(
-                f"task {facts.task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}"
-            )
-        ref = (scope, facts.task_id)
+        prepared = self._prepare(scope, task, events, expect_version)
+        self._refuse_too_large(prepared)  # before taking the lock: it depends on nothing stored
         with self._data.lock:
             now = self._clock()
             self._expire(now)
-            tasks = self._data.tasks
-            previous = tasks.get(ref)
-            if expect_version is not None:
-                current = previous.version if previous else 0
-                if current != expect_version:
-                    raise TaskConflict(facts.task_id, expect_version, current)
-            victims = self._plan_eviction(ref, size, previous)
-            for victim in victims:
-                self._remove(victim)
-            if previous is None:
-                self._data.next_sequence += 1
-                self._data.events.pop(ref, None)
-            sequence = previous.sequence if previous else self._data.next_sequence
-            self._data.next_task_version += 1
-            version = self._data.next_task_version
-            tasks[ref] = Entry(text, size, sequence, now, facts, version)
-            if event_texts:
-                log = self._data.events.setdefault(ref, [])
-                start = log[-1][0] if log else 0
-                log.extend((start + i, t) for i, t in enumerate(event_texts, 1))
-                del log[: max(0, len(log) - 1000)]
-                self._data.changed.notify_all()
-            return version
+            return self._apply(prepared, self._plan(prepared), now)
 
-    def _plan_eviction(self, ref: TaskRef, size: int, previous: Entry | None) -> list[TaskRef]:
-        """Victims that make the save fit, oldest last update first; raises (changing nothing) if none do."""
-        tasks = self._data.tasks
+    def save_with_changes(self, changes: PreparedChanges, write: TaskWrite) -> int:
+        """Check the change set, then the task save, and only then write both (see ``StateStore.commit``)."""
+        prepared = self._prepare(write.scope, write.task, write.events, write.expect_version)
+        if prepared.partition != changes.scope:
+            raise ValueError(f"task scope {write.scope!r} is not in the partition {changes.scope!r}")
+        with self._data.lock:
+            now = self._clock()
+            self._expire(now)
+            check_changes(self._data, changes)
+            self._refuse_too_large(prepared)
+            plan = self._plan(prepared)
+            apply_changes(self._data, changes)
+            return self._apply(prepared, plan, now)
+
+    def _prepare(
+        self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
+    ) -> PreparedSave:
+        expect_version = expected_version(expect_version)
+        facts = task_facts(task)
+        text = encode(task)
+        return PreparedSave(
+            (scope, facts.task_id),
+            task_partition(scope),
+            text,
+            len(text.encode()),
+            facts,
+            [encode(event) for event in events],
+            expect_version,
+        )
+
+    def _refuse_too_large(self, prepared: PreparedSave) -> None:
+        if prepared.size > self.limits.max_task_bytes:
+            raise TaskTooLarge(
+                f"task {prepared.facts.task_id} is {prepared.size} bytes; "
+                f"the limit is {self.limits.max_task_bytes}"
+            )
+
+    def _plan(self, prepared: PreparedSave) -> SavePlan:
+        """Check the version and capacity; raises (changing nothing) when the save cannot happen."""
+        previous = self._entry(prepared.ref)
+        if prepared.expect_version is not None:
+            current = previous.version if previous else 0
+            if current != prepared.expect_version:
+                raise TaskConflict(prepared.facts.task_id, prepared.expect_version, current)
+        return SavePlan(previous, self._plan_eviction(prepared, previous))
+
+    def _apply(self, prepared: PreparedSave, plan: SavePlan, now: float) -> int:
+        """Write a planned save: evict, store, append events. Under the lock, right after :meth:`_plan`."""
+        data, ref, partition = self._data, prepared.ref, prepared.partition
+        for victim in plan.victims:
+            self._remove(victim)
+        previous = plan.previous
+        if previous is None:
+            data.next_sequence[partition] = data.next_sequence.get(partition, 0) + 1
+            data.events.pop(ref, None)
+        sequence = previous.sequence if previous else data.next_sequence[partition]
+        version = data.next_task_version[partition] = data.next_task_version.get(partition, 0) + 1
+        tasks = data.tasks.setdefault(partition, {})
+        tasks[ref] = Entry(prepared.text, prepared.size, sequence, now, prepared.facts, version)
+        if prepared.events:
+            log = data.events.setdefault(ref, [])
+            start = log[-1][0] if log else 0
+            log.extend((start + i, t) for i, t in enumerate(prepared.events, 1))
+            del log[: max(0, len(log) - 1000)]
+            data.changed.notify_all()
+        return version
+
+    def _plan_eviction(self, prepared: PreparedSave, previous: Entry | None) -> list[TaskRef]:
+        """Victims of the partition that make the save fit, oldest last update first; raises (changing
+        nothing) if none do."""
+        ref = prepared.ref
+        tasks = self._data.tasks.get(prepared.partition, {})
         count = len(tasks) + (0 if previous else 1)
-        total = sum(e.size for e in tasks.values()) - (previous.size if previous else 0) + size
+        total = sum(e.size for e in tasks.values()) - (previous.size if previous else 0) + prepared.size
         candidates = sorted(
             (e.updated, e.sequence, r) for r, e in tasks.items() if r != ref and e.facts.retention != ACTIVE
         )
@@ -119,7 +205,8 @@ class MemoryTaskStore(TaskStore):
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
         with self._data.lock:
             self._expire(self._clock())
-            mine = {tid: e for (s, tid), e in self._data.tasks.items() if s == scope}
+            tasks = self._data.tasks.get(task_partition(scope), {})
+            mine = {tid: e for (s, tid), e in tasks.items() if s == scope}
             rows = [
                 Row(tid, e.facts.status_timestamp, e.sequence, e.facts.context_id, e.facts.state)
                 for tid, e in mine.items()

@@ -1,7 +1,9 @@
 """The Redis backend (``redis://``, ``rediss://``, ``unix://``): shared by every worker of every process.
 
 Each store call is one server round trip: a read is one MULTI/EXEC pipeline of HMGETs, a commit is one EVALSHA
-of ``lua/commit.lua``. Keys come from :mod:`stores.keys`; scripts from :mod:`stores.lua`.
+of ``lua/commit.lua`` — or, with a task attached, of ``lua/commit_task.lua`` (see
+:meth:`stores.redis_tasks.RedisTaskStore.save_with_changes`). Keys come from :mod:`stores.keys`; scripts from
+:mod:`stores.lua`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from stores import keys
-from stores.base import Backend, StateStore, TaskLimits, TaskStore, Versioned
+from stores.base import Backend, StateStore, TaskLimits, TaskStore, TaskWrite, Versioned
 from stores.changes import ChangeSet, Key, merge_quotas
 from stores.errors import ConflictError, QuotaExceeded, StoreError, StoreUnavailable
 from stores.records import decode, encode
@@ -20,6 +22,34 @@ from stores.records import decode, encode
 
 def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def change_args(changes: ChangeSet) -> list[Any]:
+    """A change set as ``lua/changes.lua`` reads it from ARGV."""
+    quotas = merge_quotas(changes.quotas)
+    args: list[Any] = [len(changes.expect), len(changes.put), len(changes.delete), len(quotas)]
+    for key, version in changes.expect.items():
+        args += [keys.document_field(key), int(version)]
+    for key, value in changes.put.items():
+        args += [keys.document_field(key), encode(value)]
+    args += [keys.document_field(key) for key in sorted(changes.delete)]
+    for quota in quotas:
+        args += [quota.name, int(quota.delta), int(quota.limit)]
+    return args
+
+
+def state_keys(prefix: str, scope: str) -> list[str]:
+    """A scope's documents, versions and counters keys, in the order the scripts expect them."""
+    return [keys.documents(prefix, scope), keys.versions(prefix, scope), keys.counters(prefix, scope)]
+
+
+def raise_state_refusal(reply: Any) -> None:
+    """Raise what a ``changes.lua`` refusal means; return quietly for any other reply."""
+    outcome = text(reply[0])
+    if outcome == "conflict":
+        raise ConflictError(f"{text(reply[1])} changed since it was read")
+    if outcome == "quota":
+        raise QuotaExceeded(text(reply[1]), int(text(reply[2])))
 
 
 def lua_source(*names: str) -> str:
@@ -78,7 +108,8 @@ class RedisStateStore(StateStore):
     def __init__(self, conn: Connection, prefix: str) -> None:
         self._conn = conn
         self._prefix = prefix
-        self._commit = conn.script("commit")
+        self.location = (conn, prefix)  # two stores over one location commit together
+        self._commit = conn.script("changes", "commit")
 
     def read(self, scope: str, keys_: Iterable[Key]) -> dict[Key, Versioned]:
         wanted = list(dict.fromkeys(keys_))
@@ -105,27 +136,20 @@ class RedisStateStore(StateStore):
         values = self._conn.command("hmget", keys.counters(self._prefix, scope), wanted)
         return {name: int(value or 0) for name, value in zip(wanted, values, strict=True)}
 
-    def commit(self, scope: str, changes: ChangeSet) -> None:
+    def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
+        if task is not None:
+            from stores.redis_tasks import RedisTaskStore
+
+            if not isinstance(task.store, RedisTaskStore) or not task.store.joins(self):
+                raise ValueError("a task written with a commit must belong to the same Redis backend")
+            return task.store.save_with_changes(scope, changes, task)
         if not changes.expect and changes.is_empty:
-            return  # nothing to check, nothing to write
-        quotas = merge_quotas(changes.quotas)
-        args: list[Any] = [len(changes.expect), len(changes.put), len(changes.delete), len(quotas)]
-        for key, version in changes.expect.items():
-            args += [keys.document_field(key), int(version)]
-        for key, value in changes.put.items():
-            args += [keys.document_field(key), encode(value)]
-        args += [keys.document_field(key) for key in sorted(changes.delete)]
-        for quota in quotas:
-            args += [quota.name, int(quota.delta), int(quota.limit)]
-        scoped = [keys.documents(self._prefix, scope), keys.versions(self._prefix, scope)]
-        reply = self._commit([*scoped, keys.counters(self._prefix, scope)], args)
-        outcome = text(reply[0])
-        if outcome == "conflict":
-            raise ConflictError(f"{text(reply[1])} changed since it was read")
-        if outcome == "quota":
-            raise QuotaExceeded(text(reply[1]), int(text(reply[2])))
-        if outcome != "ok":  # pragma: no cover - a script/contract mismatch
+            return None  # nothing to check, nothing to write
+        reply = self._commit(state_keys(self._prefix, scope), change_args(changes))
+        raise_state_refusal(reply)
+        if text(reply[0]) != "ok":  # pragma: no cover - a script/contract mismatch
             raise StoreError(f"unexpected commit reply {reply!r}")
+        return None
 
 
 class RedisBackend(Backend):

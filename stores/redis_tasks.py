@@ -1,8 +1,9 @@
 """The Redis backend's task store: every call is one EVALSHA (list: one EVALSHA plus one HMGET).
 
-Capacity is global across scopes, so all task keys share one hash tag (see :mod:`stores.keys`). Eviction,
-lazy expiry, admission sequences, version checks and event appends happen inside ``lua/task_save.lua``
-atomically; ``lua/task_load.lua`` returns a task with its version in the same round trip. An evicted
+Capacity is per partition (tenant), and a partition's task keys share its state scope's hash tag (see
+:mod:`stores.keys`), so one script can save a task and commit that tenant's change set in one slot
+(``lua/commit_task.lua``). Eviction, lazy expiry, admission sequences, version checks and event appends happen
+inside ``lua/task_save.lua`` atomically; ``lua/task_load.lua`` returns a task with its version in the same round trip. An evicted
 or expired task's event stream is left to its own TTL (refreshed on every append) rather than deleted, so the
 scripts touch only keys passed in ``KEYS``; a reused task id starts a fresh stream.
 """
@@ -12,14 +13,26 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from stores import keys
-from stores.base import JSON, TaskEvent, TaskLimits, TaskPage, TaskQuery, TaskStore, Versioned
+from stores.base import (
+    JSON,
+    StateStore,
+    TaskEvent,
+    TaskLimits,
+    TaskPage,
+    TaskQuery,
+    TaskStore,
+    TaskWrite,
+    Versioned,
+    task_partition,
+)
+from stores.changes import ChangeSet
 from stores.errors import StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.records import decode, encode, expected_version, task_facts
-from stores.redis import text
+from stores.redis import change_args, raise_state_refusal, state_keys, text
 
 if TYPE_CHECKING:
     from stores.redis import RedisBackend
@@ -34,10 +47,21 @@ class RedisTaskStore(TaskStore):
         self._conn = backend.connection
         self._prefix = backend.prefix
         self._clock = clock or time.time
-        self._keys = list(keys.task_keys(self._prefix).values())
         self._load = self._conn.script(_PRELUDE, "task_load")
-        self._save = self._conn.script(_PRELUDE, "task_save")
+        self._save = self._conn.script(_PRELUDE, "task_write", "task_save")
+        self._commit_task = self._conn.script(_PRELUDE, "task_write", "changes", "commit_task")
         self._list = self._conn.script(_PRELUDE, "task_list")
+
+    def joins(self, state: StateStore) -> bool:
+        from stores.redis import RedisStateStore
+
+        if not isinstance(state, RedisStateStore):
+            return False
+        conn, prefix = state.location
+        return conn is self._conn and prefix == self._prefix
+
+    def _keys(self, scope: str) -> list[str]:
+        return list(keys.task_keys(self._prefix, task_partition(scope)).values())
 
     def _times(self) -> tuple[str, str]:
         """``now`` and the expiry cutoff as exact decimal strings (Lua would round numbers it formats)."""
@@ -46,7 +70,7 @@ class RedisTaskStore(TaskStore):
 
     def load_versioned(self, scope: str, task_id: str) -> Versioned:
         _, cutoff = self._times()
-        reply = self._load(self._keys, [keys.task_field(scope, task_id), cutoff])
+        reply = self._load(self._keys(scope), [keys.task_field(scope, task_id), cutoff])
         if not reply:
             return Versioned(None, 0)
         body, version = reply
@@ -55,18 +79,38 @@ class RedisTaskStore(TaskStore):
     def save(
         self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
     ) -> int:
-        expect_version = expected_version(expect_version)
-        facts = task_facts(task)
-        body = encode(task)
-        size = len(body.encode())
+        task_id, expect, args = self._write_args(scope, task, events, expect_version)
+        size = len(args[1].encode())
         if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
-            raise TaskTooLarge(
-                f"task {facts.task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}"
-            )
+            raise TaskTooLarge(f"task {task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}")
+        stream = keys.task_events(self._prefix, scope, task_id)
+        reply = self._save([*self._keys(scope), stream], args)
+        return self._saved(task_id, expect, reply)
+
+    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+        """One EVALSHA of ``lua/commit_task.lua``: the change set and the save, all or nothing.
+
+        No early size refusal here: a state conflict or quota must be reported first (see
+        ``StateStore.commit``), and only the script knows those."""
+        if task_partition(write.scope) != scope:
+            raise ValueError(f"task scope {write.scope!r} is not in the partition {scope!r}")
+        task_id, expect, args = self._write_args(write.scope, write.task, write.events, write.expect_version)
+        stream = keys.task_events(self._prefix, write.scope, task_id)
+        script_keys = [*self._keys(write.scope), stream, *state_keys(self._prefix, scope)]
+        reply = self._commit_task(script_keys, [*change_args(changes), *args])
+        raise_state_refusal(reply)
+        return self._saved(task_id, expect, reply)
+
+    def _write_args(
+        self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
+    ) -> tuple[str, int | None, list[str | int | float]]:
+        """The task save as ``lua/task_write.lua`` reads it from ARGV (its JSON body is ``args[1]``)."""
+        expect = expected_version(expect_version)
+        facts = task_facts(task)
         now, cutoff = self._times()
-        args = [
+        args: list[str | int | float] = [
             keys.task_field(scope, facts.task_id),
-            body,
+            encode(task),
             encode(facts.info()),
             facts.retention,
             now,
@@ -76,16 +120,18 @@ class RedisTaskStore(TaskStore):
             self.limits.max_task_bytes,
             self._backend.events_maxlen,
             int(self._backend.events_ttl_seconds * 1000),
-            "" if expect_version is None else str(expect_version),
+            "" if expect is None else str(expect),
             *(encode(event) for event in events),
         ]
-        stream = keys.task_events(self._prefix, scope, facts.task_id)
-        reply = self._save([*self._keys, stream], args)
+        return facts.task_id, expect, args
+
+    def _saved(self, task_id: str, expect: int | None, reply: Any) -> int:
+        """The new version from a ``task_write.lua`` reply, or the error its refusal means."""
         outcome = text(reply[0])
         if outcome == "too_large":
-            raise TaskTooLarge(f"task {facts.task_id} is larger than {self.limits.max_task_bytes} bytes")
-        if outcome == "conflict":
-            raise TaskConflict(facts.task_id, expect_version or 0, int(reply[1]))
+            raise TaskTooLarge(f"task {task_id} is larger than {self.limits.max_task_bytes} bytes")
+        if outcome == "task_conflict":
+            raise TaskConflict(task_id, expect or 0, int(reply[1]))
         if outcome == "full":
             raise TaskStoreFull("no terminal or paused task can be evicted to make room")
         if outcome != "ok":  # pragma: no cover - a script/contract mismatch
@@ -95,9 +141,10 @@ class RedisTaskStore(TaskStore):
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
         _, cutoff = self._times()
         prefix = keys.task_field_prefix(scope)
-        identity = keys.task_identity(self._prefix)
+        identity = keys.task_identity(self._prefix, task_partition(scope))
         candidate = [secrets.token_hex(8), secrets.token_hex(32)]
-        reply = self._list([*self._keys, identity], [cutoff, prefix, *candidate])
+        task_keys = self._keys(scope)
+        reply = self._list([*task_keys, identity], [cutoff, prefix, *candidate])
         signer = CursorSigner(text(reply[0]), bytes.fromhex(text(reply[1])))
         rows = []
         for i in range(2, len(reply), 3):
@@ -107,7 +154,7 @@ class RedisTaskStore(TaskStore):
         if not plan.task_ids:
             return TaskPage([], plan.next_page_token, plan.total_size)
         # Live listing: a task evicted between the two round trips is simply left out.
-        bodies = self._conn.command("hmget", self._keys[0], plan.task_ids)
+        bodies = self._conn.command("hmget", task_keys[0], plan.task_ids)
         return TaskPage([decode(b) for b in bodies if b is not None], plan.next_page_token, plan.total_size)
 
     def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> list[TaskEvent]:

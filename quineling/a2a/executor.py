@@ -14,9 +14,13 @@ INPUT_REQUIRED task leaves it INPUT_REQUIRED, so a corrected follow-up can still
 
 Work is synchronous and bounded: the whole execution happens inside the request, so blocking sends and
 ``returnImmediately`` both return the task after dispatch (the protocol allows a synchronous agent to do so).
-Everything here is pure over its inputs; the service does the loading and the single save. When that save
-loses a race with another request on the same task, the service may apply the message again to the fresh
-task; it then passes a :class:`DispatchOnce`, so the runtime is never dispatched twice for one message.
+Everything here is pure over its inputs; the service does the loading and the single save. The executor
+prepares a :class:`Pending` execution (the task up to WORKING, and the runtime request it carries); its
+``finish(outcome or error)`` builds the finished task, as often as asked, so the service can hand it to
+``Runtime.dispatch(…, attach=…)`` and have the task saved in the runtime's own commit (one atomic step).
+With a runtime that cannot do that, the service dispatches first and saves after; when that save loses a race
+with another request on the same task, the service may apply the message again to the fresh task through a
+:class:`DispatchOnce`, so the runtime is never dispatched twice for one message.
 
 Tasks are updated copy-on-write: every change assigns a new ``status``, ``history`` or ``artifacts`` container
 instead of mutating one in place. Snapshots (the stream's opening ``task``, the logged events) are therefore
@@ -40,6 +44,9 @@ REJECTING_STATUSES = frozenset({"unsupported", "inconsistent"})
 
 class Dispatcher(Protocol):
     def dispatch(self, request: Any) -> JSON: ...
+
+
+Outcome = JSON | QuinelingError  # what a dispatch ends with: {operation, result}, or the runtime's error
 
 
 class DispatchOnce:
@@ -80,6 +87,28 @@ class Execution:
         return [{"task": self.opening or self.task}, *self.events]
 
 
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A task prepared for one message: ``before`` is the task as it stands before the runtime runs; ``request``
+    is the runtime request to dispatch, or ``None`` when there is nothing to dispatch and ``before`` is final
+    (a bad envelope). ``finish(outcome)`` is pure: it copies ``before`` and never mutates it."""
+
+    before: Execution
+    request: Any
+    finisher: Callable[[Execution, Outcome], Execution]
+
+    @property
+    def needs_dispatch(self) -> bool:
+        return self.request is not None
+
+    def finish(self, outcome: Outcome) -> Execution:
+        if not self.needs_dispatch:
+            return self.before
+        # Copy-on-write containers (see the module docstring): a shallow copy keeps ``before`` intact.
+        copied = Execution(dict(self.before.task), list(self.before.events), self.before.opening)
+        return self.finisher(copied, outcome)
+
+
 def request_of(message: JSON) -> JSON:
     """The runtime request a message carries, or a QuinelingError('invalid-request') for a bad envelope."""
     if message.get("role") != "ROLE_USER":
@@ -118,7 +147,26 @@ class QuinelingExecutor:
     # -- entry points ---------------------------------------------------------------------------------
 
     def start(self, task_id: str, context_id: str, message: JSON) -> Execution:
-        """A new task for ``message``; built in memory only (the caller saves it once, with its events)."""
+        """A new task for ``message``, dispatched to the executor's runtime; built in memory only."""
+        return self.settle(self.prepare_start(task_id, context_id, message))
+
+    def resume(self, task: JSON, message: JSON, runtime: Dispatcher | None = None) -> Execution:
+        """A follow-up message on a non-terminal task, dispatched to ``runtime`` (default: the executor's)."""
+        return self.settle(self.prepare_resume(task, message), runtime)
+
+    def settle(self, pending: Pending, runtime: Dispatcher | None = None) -> Execution:
+        """Dispatch ``pending`` (plainly, committing nothing of the task) and finish it."""
+        if not pending.needs_dispatch:
+            return pending.before
+        outcome: Outcome
+        try:
+            outcome = (runtime or self.runtime).dispatch(pending.request)
+        except QuinelingError as exc:
+            outcome = exc
+        return pending.finish(outcome)
+
+    def prepare_start(self, task_id: str, context_id: str, message: JSON) -> Pending:
+        """A new task for ``message`` up to WORKING (the caller dispatches, finishes and saves it once)."""
         message = {**message, "taskId": task_id, "contextId": context_id}
         task: JSON = {"id": task_id, "contextId": context_id, "history": [message]}
         self._set_status(task, "TASK_STATE_SUBMITTED")
@@ -128,14 +176,11 @@ class QuinelingExecutor:
             request = request_of(message)
         except QuinelingError as exc:
             self._fail(execution, exc)
-            return execution
-        self._run(execution, request)
-        return execution
+            return Pending(execution, None, self._finish)
+        return self._working(execution, request)
 
-    def resume(self, task: JSON, message: JSON, runtime: Dispatcher | None = None) -> Execution:
-        """A follow-up message on a non-terminal task: the whole transcript is kept.
-
-        ``runtime`` overrides the executor's (the service passes a :class:`DispatchOnce`)."""
+    def prepare_resume(self, task: JSON, message: JSON) -> Pending:
+        """A follow-up message on a non-terminal task: the whole transcript is kept."""
         task = dict(task)
         message = {**message, "taskId": task["id"], "contextId": task["contextId"]}
         self._retire_status_message(task)
@@ -149,14 +194,13 @@ class QuinelingExecutor:
                 self._set_status(task, "TASK_STATE_INPUT_REQUIRED", self._error_message(task, exc))
                 execution.opening = dict(task)
                 execution.events.append(_status_event(task))
-                return execution
+                return Pending(execution, None, self._finish)
             execution.opening = dict(task)
             self._fail(execution, exc)
-            return execution
+            return Pending(execution, None, self._finish)
         self._set_status(task, "TASK_STATE_WORKING")
         execution.opening = dict(task)
-        self._run(execution, request, runtime)
-        return execution
+        return self._working(execution, request)
 
     def cancel(self, task: JSON) -> Execution:
         task = dict(task)
@@ -166,15 +210,18 @@ class QuinelingExecutor:
 
     # -- steps ----------------------------------------------------------------------------------------
 
-    def _run(self, execution: Execution, request: Any, runtime: Dispatcher | None = None) -> None:
+    def _working(self, execution: Execution, request: Any) -> Pending:
         task = execution.task
         self._set_status(task, "TASK_STATE_WORKING")
         execution.events.append(_status_event(task))
-        try:
-            outcome = (runtime or self.runtime).dispatch(request)
-        except QuinelingError as exc:
-            self._fail(execution, exc)
-            return
+        return Pending(execution, request, self._finish)
+
+    def _finish(self, execution: Execution, outcome: Outcome) -> Execution:
+        """Record the runtime's outcome on a (copied) WORKING execution."""
+        if isinstance(outcome, QuinelingError):
+            self._fail(execution, outcome)
+            return execution
+        task = execution.task
         artifact = {
             "artifactId": RESULT_ARTIFACT_ID,
             "name": RESULT_ARTIFACT_ID,
@@ -189,6 +236,7 @@ class QuinelingExecutor:
         state, message = self._state_of(task, outcome)
         self._set_status(task, state, message)
         execution.events.append(_status_event(task))
+        return execution
 
     def _state_of(self, task: JSON, outcome: JSON) -> tuple[str, JSON | None]:
         result = outcome.get("result")

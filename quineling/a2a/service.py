@@ -4,6 +4,12 @@ Methods take 1.0 request JSON (``params``) and a :class:`CallContext`, return 1.
 iterator of StreamResponse dicts), and raise :class:`~quineling.a2a.errors.A2AError`. Streaming methods
 validate eagerly: they raise before returning the iterator when the request fails before its first event.
 
+One atomic commit per request: a SendMessage that dispatches saves its task inside the runtime's own commit
+(``Runtime.dispatch(…, scope=tenant, attach=…)``), so the runtime's change set and the task are stored in one
+atomic step — never one without the other (docs/decisions-a2a.md, "One atomic commit per request"). That
+needs the runtime's state and the task store on one backend; any other runtime (a test double, or state on
+another backend) is dispatched first and its task saved after (:class:`SeparateCommits`).
+
 Concurrent updates: every change to a stored task is a conditional save (``expect_version`` = the version
 it was loaded at; a new task expects 0), so two requests acting on one task can never silently overwrite each
 other. What the loser of such a race gets is decided in :meth:`A2AService.cancel_task` and
@@ -12,11 +18,13 @@ other. What the loser of such a race gets is decided in :meth:`A2AService.cancel
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import quote
 
 from quineling.a2a import wire
 from quineling.a2a.errors import (
@@ -27,9 +35,17 @@ from quineling.a2a.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from quineling.a2a.executor import Dispatcher, DispatchOnce, Execution, QuinelingExecutor
+from quineling.a2a.executor import (
+    Dispatcher,
+    DispatchOnce,
+    Execution,
+    Outcome,
+    Pending,
+    QuinelingExecutor,
+)
 from quineling.a2a.model import new_id, normalize_message, present_task
-from stores.base import TaskQuery, TaskStore, Versioned
+from quineling.runtime.errors import QuinelingError
+from stores.base import TaskQuery, TaskStore, TaskWrite, Versioned, task_partition
 from stores.errors import (
     InvalidCursor,
     StoreError,
@@ -54,7 +70,62 @@ class CallContext:
 
     @property
     def scope(self) -> str:
-        return f"{self.tenant or 'default'}/{self.user}"
+        """The task scope ``tenant/user``: tasks are visible only to their tenant and user. The tenant is
+        escaped, so a ``/`` in it cannot move the boundary to the user part."""
+        return f"{quote(self.tenant or 'default', safe='')}/{self.user}"
+
+    @property
+    def partition(self) -> str:
+        """The tenant as the stores know it: the task store's capacity partition and the runtime's scope,
+        so the runtime's state and the tenant's tasks commit together (``stores.base.task_partition``)."""
+        return task_partition(self.scope)
+
+
+class AttachingDispatcher(Protocol):
+    """What ``Runtime.dispatch`` offers: commit a write built from the outcome together with its effects."""
+
+    def dispatch(
+        self,
+        request: Any,
+        *,
+        scope: str | None = None,
+        attach: Callable[[Outcome], TaskWrite] | None = None,
+    ) -> JSON: ...
+
+
+class SeparateCommits:
+    """:class:`AttachingDispatcher` over a plain dispatcher: dispatch, then save the task — two steps, so a
+    crash in between leaves the runtime's effect without its task. Only for runtimes whose state is not in the
+    task store's backend; the runtime scope is the plain dispatcher's own."""
+
+    def __init__(self, runtime: Dispatcher) -> None:
+        self._runtime = runtime
+
+    def dispatch(
+        self,
+        request: Any,
+        *,
+        scope: str | None = None,
+        attach: Callable[[Outcome], TaskWrite] | None = None,
+    ) -> JSON:
+        assert attach is not None
+        try:
+            outcome = self._runtime.dispatch(request)
+        except QuinelingError as exc:
+            attach(exc).save()
+            raise
+        attach(outcome).save()
+        return outcome
+
+
+def commits_tasks_atomically(runtime: Any, task_store: TaskStore) -> bool:
+    """Whether ``runtime`` can commit this task store's saves in its own commits: it accepts ``attach`` and
+    its state store is on the task store's backend."""
+    dispatch = getattr(runtime, "dispatch", None)
+    store = getattr(runtime, "store", None)
+    if dispatch is None or store is None or "attach" not in inspect.signature(dispatch).parameters:
+        return False
+    return task_store.joins(store)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +146,8 @@ class A2AService:
     ) -> None:
         self.task_store = task_store
         self.executor = QuinelingExecutor(runtime, clock)
+        # Decided once: whether SendMessage commits the runtime's effects and the task in one step.
+        self.atomic = commits_tasks_atomically(runtime, task_store)
         self._card = card_provider
         self.stream_settings = stream or StreamSettings()
 
@@ -108,37 +181,73 @@ class A2AService:
         # synchronous, and push configs are ignored because pushNotifications is off (reference §5).
         wire.boolean(config, "returnImmediately")
         task_id = message.get("taskId")
+        if task_id:
+            return self._follow_up(ctx, task_id, message), history_length
+        pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
         try:
-            if task_id:
-                return self._follow_up(ctx, task_id, message), history_length
-            execution = self.executor.start(new_id(), message.get("contextId") or new_id(), message)
-        except (
-            StoreError
-        ) as exc:  # the runtime's state store (task-store failures are mapped where they occur)
-            raise self._store_failure(exc) from None
-        try:
-            self._save(ctx, execution, expect_version=0)
+            execution = self._dispatch_and_save(ctx, pending, 0, self._dispatcher()[0])
         except TaskConflict:  # a fresh random id already taken: not expected to happen
             raise InternalError("Task storage already holds a task with the generated id; retry") from None
         return execution, history_length
 
+    def _dispatcher(self) -> tuple[AttachingDispatcher, DispatchOnce | None]:
+        """What dispatches one message, and (when its effects commit apart from the task) the
+        :class:`DispatchOnce` that remembers whether they did."""
+        if self.atomic:
+            return self.executor.runtime, None  # type: ignore[return-value]
+        once = DispatchOnce(self.executor.runtime)
+        return SeparateCommits(once), once
+
+    def _dispatch_and_save(
+        self, ctx: CallContext, pending: Pending, expect_version: int, dispatcher: AttachingDispatcher
+    ) -> Execution:
+        """Dispatch ``pending`` and save its task conditionally, in the runtime's commit when atomic.
+
+        :class:`TaskConflict` propagates (the caller decides; with an atomic dispatcher nothing of the
+        request was committed then); other store failures become protocol errors."""
+        if not pending.needs_dispatch:
+            self._save(ctx, pending.before, expect_version=expect_version)
+            return pending.before
+        finished: list[Execution] = []
+
+        def attach(outcome: Outcome) -> TaskWrite:
+            # Called again for each recomputed outcome: the last call is the write that was committed.
+            execution = pending.finish(outcome)
+            finished.append(execution)
+            return TaskWrite(
+                self.task_store, ctx.scope, execution.task, tuple(execution.events), expect_version
+            )
+
+        try:
+            dispatcher.dispatch(pending.request, scope=ctx.partition, attach=attach)
+        except QuinelingError:
+            pass  # recorded on the task as FAILED, in the same commit
+        except TaskConflict:
+            raise
+        except StoreError as exc:
+            raise self._store_failure(exc) from None
+        if not finished:  # pragma: no cover - a dispatcher that answered without asking for the task
+            raise InternalError("The runtime answered without recording the task; retry")
+        return finished[-1]
+
     def _follow_up(self, ctx: CallContext, task_id: str, message: JSON) -> Execution:
         """Load the task and its version, check it still accepts messages, dispatch, save conditionally.
 
-        If another request saved the task between our load and our save, the runtime effect of this message
-        has already committed. The message is then applied again to the fresh task *without dispatching
-        again* (the first outcome is replayed) while the task is still non-terminal; if it has meanwhile
-        become terminal, or vanished, or keeps changing, the request fails with a retryable InternalError
-        that says so, and the stored task is left as the other request made it.
+        If another request saved the task between our load and our save, the save conflicts. With an atomic
+        dispatcher nothing of this message was committed then (the runtime's effects ride along the save), so
+        the message is simply applied again to the fresh task — dispatched again — while the task is still
+        non-terminal. Otherwise the runtime effect has already committed, and the message is applied again
+        *without dispatching again* (the first outcome is replayed). If the task has meanwhile become terminal,
+        or vanished, or keeps changing, the request fails with a retryable InternalError that says so, and the
+        stored task is left as the other request made it.
         """
         current = self._load_versioned(ctx, task_id)
         task = self._accepting(task_id, current.value, message)
-        once = DispatchOnce(self.executor.runtime)
-        execution = self.executor.resume(task, message, once)
+        dispatcher, once = self._dispatcher()
         for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            pending = self.executor.prepare_resume(task, message)
             try:
-                self._save(ctx, execution, expect_version=current.version)
-                return execution
+                return self._dispatch_and_save(ctx, pending, current.version, dispatcher)
             except TaskConflict:
                 if attempt == CONFLICT_ATTEMPTS:
                     raise self._concurrent_change(task_id, once, "kept changing") from None
@@ -148,7 +257,7 @@ class A2AService:
             state = current.value["status"]["state"]
             if state in wire.TERMINAL:
                 raise self._concurrent_change(task_id, once, f"is now {state}", state)
-            execution = self.executor.resume(current.value, message, once)  # replays, never re-dispatches
+            task = current.value
         raise AssertionError("unreachable")  # pragma: no cover
 
     @staticmethod
@@ -170,15 +279,19 @@ class A2AService:
 
     @staticmethod
     def _concurrent_change(
-        task_id: str, once: DispatchOnce, now: str, state: str | None = None
+        task_id: str, once: DispatchOnce | None, now: str, state: str | None = None
     ) -> InternalError:
-        """The loser of a follow-up race: not recorded on the task, though its runtime request may have run."""
-        effect = (
-            "The runtime request was executed and its effects are committed, but its result was not recorded "
-            "on the task; resend it only with the same application request keys (which replay it)."
-            if once.dispatched
-            else "The message was not recorded on the task."
-        )
+        """The loser of a follow-up race: not recorded on the task. Its runtime request committed nothing
+        when the dispatch is atomic (``once`` is ``None``); otherwise it may have run."""
+        if once is not None and once.dispatched:
+            effect = (
+                "The runtime request was executed and its effects are committed, but its result was not "
+                "recorded on the task; resend it only with the same application request keys (which replay it)."
+            )
+        elif once is None:
+            effect = "The message was not recorded on the task, and its runtime request committed nothing."
+        else:
+            effect = "The message was not recorded on the task."
         metadata = {"taskId": task_id, "retryable": "true"}
         if state:
             metadata["taskState"] = state
@@ -342,8 +455,9 @@ class A2AService:
 
     @staticmethod
     def _store_failure(exc: StoreError) -> InternalError:
-        # Runtime effects of the dispatch (if any) are already committed; the client keeps its application
-        # retry keys (seed "Lifecycle and errors").
+        # With an atomic dispatch nothing of the request was committed; otherwise runtime effects of the
+        # dispatch (if any) already are, and the client keeps its application retry keys (seed "Lifecycle and
+        # errors").
         if isinstance(exc, TaskTooLarge):
             return InternalError("Task storage refused the task: it exceeds the per-task size limit")
         if isinstance(exc, TaskStoreFull):

@@ -1,19 +1,29 @@
-"""``Runtime.dispatch``: validate, compute on a recording view, commit once, retry on conflict."""
+"""``Runtime.dispatch``: validate, compute on a recording view, commit once, retry on conflict.
+
+A caller that keeps its own record of each request (the A2A layer keeps a task) passes ``attach``: a callback
+that turns the outcome — the result, or the :class:`QuinelingError` — into an opaque write the store commits
+in the same atomic step as the change set (a :class:`stores.base.TaskWrite`). The runtime knows nothing of
+what it writes; it only makes sure every outcome it answers with was committed together with that write.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from quineling.runtime.context import Env, RuntimeLimits, StateView
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_finite
 from quineling.runtime.operations import Operation
-from stores.base import StateStore
+from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet
 from stores.errors import ConflictError, QuotaExceeded
 
 DEFAULT_SCOPE = "default"
+
+Outcome = dict[str, Any]  # {operation, result}
+# Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
+Attach = Callable[[Outcome | QuinelingError], TaskWrite]
 
 # Operations the product defines; those not registered yet fail with a message that says so.
 ALL_OPERATIONS = (
@@ -61,37 +71,79 @@ class Runtime:
     def limits(self) -> RuntimeLimits:
         return self.env.limits
 
-    def dispatch(self, request: Any, *, scope: str | None = None) -> dict[str, Any]:
+    def dispatch(self, request: Any, *, scope: str | None = None, attach: Attach | None = None) -> Outcome:
         """Run one request ``{operation, …fields}`` and return ``{operation, result}``.
 
-        Raises :class:`QuinelingError`; on error nothing is committed.
+        Raises :class:`QuinelingError`; on error nothing of the runtime is committed.
+
+        With ``attach``, ``attach(outcome or error)`` is committed in the same atomic step as the outcome's
+        change set — also for outcomes that change no runtime state (read-only operations, refusals, invalid
+        requests, capacity and ``busy`` errors), which then commit the write alone. On a conflict the request
+        is recomputed and ``attach`` called again with the new outcome. A store error about the write
+        itself (e.g. :class:`~stores.errors.TaskConflict`) propagates, and then nothing was committed.
         """
-        operation = self._resolve(request)
-        args = operation.spec(request, "")
         scope = scope or self.scope
+        try:
+            operation = self._resolve(request)
+            args = operation.spec(request, "")
+        except QuinelingError as exc:
+            self._record(scope, attach, exc)
+            raise
         for _ in range(self.limits.max_attempts):
             view = StateView(self.store, scope)
             try:
                 result = operation.handler(args, view, self.env)
-            except QuinelingError:
-                if self._consistent(scope, view):
-                    raise
-                continue  # refused on a torn read (e.g. a receipt before, the world after a commit)
+            except QuinelingError as exc:
+                if not self._settle_refusal(scope, view, attach, exc):
+                    continue  # refused on a torn read (e.g. a receipt before, the world after a commit)
+                raise
+            outcome = {"operation": operation.name, "result": result}
             changes = view.change_set()
             if changes.is_empty:
                 # Read-only outcomes come from one read, except lineage (its index, then derivations that
                 # never change once written), so an observation needs no validation round trip.
-                return {"operation": operation.name, "result": result}
+                if attach is not None:
+                    self.store.commit(scope, ChangeSet(), task=attach(outcome))
+                return outcome
             try:
-                self.store.commit(scope, changes)
+                if attach is None:
+                    self.store.commit(scope, changes)
+                else:
+                    self.store.commit(scope, changes, task=attach(outcome))
             except ConflictError:
                 continue
             except QuotaExceeded as exc:
-                raise QuinelingError(
+                error = QuinelingError(
                     "resource-limit", f"capacity reached: {exc.name} is limited to {exc.limit}"
-                ) from None
-            return {"operation": operation.name, "result": result}
-        raise QuinelingError("busy", "the store stayed contended; retry the request")
+                )
+                self._record(scope, attach, error)
+                raise error from None
+            return outcome
+        error = QuinelingError("busy", "the store stayed contended; retry the request")
+        self._record(scope, attach, error)
+        raise error
+
+    def _settle_refusal(
+        self, scope: str, view: StateView, attach: Attach | None, error: QuinelingError
+    ) -> bool:
+        """Whether ``error`` stands (and, with ``attach``, its write is committed); ``False``: recompute.
+
+        With a write to commit anyway, the torn-read check of :meth:`_consistent` rides along: the write is
+        committed on the condition that nothing the refusal read has changed, at no extra round trip.
+        """
+        if attach is None:
+            return self._consistent(scope, view)
+        check = ChangeSet() if view.is_snapshot else ChangeSet(expect=view.change_set().expect)
+        try:
+            self.store.commit(scope, check, task=attach(error))
+        except ConflictError:
+            return False
+        return True
+
+    def _record(self, scope: str, attach: Attach | None, error: QuinelingError) -> None:
+        """Commit the write for an outcome that changes no runtime state."""
+        if attach is not None:
+            self.store.commit(scope, ChangeSet(), task=attach(error))
 
     def _consistent(self, scope: str, view: StateView) -> bool:
         """Whether a refusal rests on one state, like a commit does.

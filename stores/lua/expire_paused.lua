@@ -1,4 +1,4 @@
--- expire_paused.lua: shared prelude, prepended to task_load.lua, task_save.lua and task_list.lua.
+-- expire_paused.lua: shared prelude, prepended to task_load.lua, task_save.lua, task_list.lua and commit_task.lua.
 -- Uses the including script's KEYS (no ARGV of its own):
 -- KEYS[1]  data hash:      task field -> task JSON
 -- KEYS[2]  info hash:      task field -> listing info JSON

@@ -8,7 +8,7 @@ import pytest
 
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
-from tests.a2a.conftest import V1, JsonRpcBinding, text, user_message
+from tests.a2a.conftest import V1, JsonRpcBinding, data, text, user_message
 
 fakeredis = pytest.importorskip("fakeredis")
 
@@ -29,15 +29,46 @@ def redis_client(backend: Any) -> Any:
     return app.test_client()
 
 
-def test_new_task_send_uses_at_most_three_round_trips(backend: Any, redis_client: Any) -> None:
-    """Runtime read + runtime commit + one task save (with all its events)."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-            "params": {"message": user_message(text("[2,3,4] | square | sum | report total"))}}  # fmt: skip
-    redis_client.post("/a2a/jsonrpc", json=body, headers=V1)  # warm-up: script registration
+def send(client: Any, thought: str) -> dict[str, Any]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": user_message(text(thought))},
+    }
+    return client.post("/a2a/jsonrpc", json=body, headers=V1).get_json()["result"]["task"]
+
+
+def test_the_runtime_commits_each_task_in_its_own_commit(redis_client: Any) -> None:
+    assert redis_client.application.extensions["quineling"].service.atomic
+
+
+@pytest.mark.parametrize(
+    "thought",
+    ["[2,3,4] | square | sum | report total", "[{n}] | sum | report fresh"],
+    ids=["retained-artifact", "new-artifact"],
+)
+def test_new_task_send_is_two_round_trips(backend: Any, redis_client: Any, thought: str) -> None:
+    """Runtime read + one commit of the runtime's change set together with the task and all its events —
+    whether or not the request writes runtime state (a new artifact does, a retained one does not)."""
+    send(redis_client, "[1] | sum | report warm")  # warm-up: script registration
+    send(redis_client, "[2,3,4] | square | sum | report total")  # retained from here on
     before = backend.round_trips()
-    response = redis_client.post("/a2a/jsonrpc", json=body, headers=V1).get_json()
-    assert response["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert backend.round_trips() - before <= 3
+    task = send(redis_client, thought.format(n=7))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert backend.round_trips() - before == 2
+
+
+def test_a_failed_request_is_two_round_trips(backend: Any, redis_client: Any) -> None:
+    """A refusal commits no runtime state: the runtime's read, then the FAILED task committed alone."""
+    send(redis_client, "[1] | sum | report warm")
+    unknown = data({"operation": "inspect", "artifactId": "sha256:" + "0" * 64})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message(unknown)}}
+    before = backend.round_trips()
+    task = redis_client.post("/a2a/jsonrpc", json=body, headers=V1).get_json()["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert task["status"]["message"]["metadata"]["quinelingError"]["code"] == "not-found"
+    assert backend.round_trips() - before == 2
 
 
 def test_subscribe_relays_follow_up(redis_client: Any) -> None:
@@ -54,7 +85,8 @@ def test_subscribe_relays_follow_up(redis_client: Any) -> None:
 
 
 def test_follow_up_and_cancel_add_no_round_trips_for_versions(backend: Any, redis_client: Any) -> None:
-    """A follow-up is one versioned load + the runtime + one conditional save; a cancel is load + save."""
+    """A follow-up is one versioned load + the runtime's read + one commit that carries the conditional
+    save; a cancel is load + save."""
     binding = JsonRpcBinding(redis_client)
     for _ in range(2):  # the second pass runs with every script registered
         paused = binding.call("SendMessage", {"message": user_message(text(""))}).value["task"]
@@ -68,5 +100,5 @@ def test_follow_up_and_cancel_add_no_round_trips_for_versions(backend: Any, redi
         cancel_trips = backend.round_trips() - before
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
-    assert follow_up_trips <= 4  # load, runtime read, runtime commit, save
+    assert follow_up_trips == 3  # load, runtime read, runtime commit with the task save
     assert cancel_trips == 2

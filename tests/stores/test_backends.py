@@ -66,9 +66,17 @@ def test_a_scope_keeps_all_its_keys_on_one_hash_tag() -> None:
     assert hash_tag(keys.documents("q", "{a}")) != hash_tag(keys.documents("q", "a"))
 
 
-def test_task_store_keys_share_one_hash_tag() -> None:
-    every = [*keys.task_keys("q").values(), keys.task_identity("q"), keys.task_events("q", "{s}", "t/1")]
-    assert {hash_tag(key) for key in every} == {"tasks"}
+def test_a_tenants_task_keys_share_its_state_scopes_hash_tag() -> None:
+    """Per-tenant task capacity: a tenant's tasks and its runtime state commit in one slot."""
+    for tenant in ("default", "acme", "{evil}", "a:b"):
+        every = [
+            *keys.task_keys("q", tenant).values(),
+            keys.task_identity("q", tenant),
+            keys.task_events("q", f"{tenant}/user", "t/1"),
+            keys.documents("q", tenant),
+        ]
+        assert {hash_tag(key) for key in every} == {hash_tag(keys.documents("q", tenant))}
+    assert hash_tag(keys.task_keys("q", "a")["data"]) != hash_tag(keys.task_keys("q", "b")["data"])
     assert keys.task_field("a/b", "c") != keys.task_field("a", "b/c")
 
 
@@ -98,7 +106,7 @@ def test_a_task_stored_before_versions_existed_gets_one_on_first_sight() -> None
     backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="legacy")
     store = backend.task_store()
     store.save("s", {"id": "old", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}})
-    backend.connection.client.delete(keys.task_keys("legacy")["version"])  # as an older release left it
+    backend.connection.client.delete(keys.task_keys("legacy", "s")["version"])  # as an older release left it
     with pytest.raises(TaskConflict):
         store.save("s", {"id": "old", "status": {"state": "TASK_STATE_COMPLETED"}}, expect_version=0)
     current = store.load_versioned("s", "old")

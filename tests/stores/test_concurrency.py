@@ -63,14 +63,14 @@ def save_tasks(prefix: str, worker: int, start: object) -> tuple[int, int, int]:
     """Each worker saves finished tasks into a shared store at capacity; reports saves, refusals, max seen."""
     backend = RedisBackend(REDIS_URL, prefix=prefix)
     store = backend.task_store(TaskLimits())
-    data = keys.task_keys(prefix)["data"]
+    data = keys.task_keys(prefix, "t")["data"]  # capacity is per tenant: every worker shares tenant "t"
     client = backend.connection.client
     start.wait()  # type: ignore[attr-defined]
     saved = refused = most = 0
     for i in range(60):
         state = "TASK_STATE_WORKING" if i < 4 else "TASK_STATE_COMPLETED"
         try:
-            store.save(f"scope-{worker % 3}", {"id": f"w{worker}-{i}", "status": {"state": state}})
+            store.save(f"t/user-{worker % 3}", {"id": f"w{worker}-{i}", "status": {"state": state}})
             saved += 1
         except TaskStoreFull:
             refused += 1
@@ -163,14 +163,14 @@ def test_processes_saving_at_capacity_never_exceed_it(prefix: str) -> None:
     assert sum(saved for saved, _, _ in results) == PROCESSES * 60  # finished tasks can always be evicted
     backend = RedisBackend(REDIS_URL, prefix=prefix)
     client = backend.connection.client
-    task_keys = keys.task_keys(prefix)
+    task_keys = keys.task_keys(prefix, "t")
     stats = {k.decode(): int(v) for k, v in client.hgetall(task_keys["stats"]).items()}
     assert stats["count"] == client.hlen(task_keys["data"]) == 128
     assert stats["bytes"] == sum(len(v) for v in client.hvals(task_keys["data"]))
     store = backend.task_store()
     for worker in range(PROCESSES):  # active work survived every other worker's saves
         for i in range(4):
-            assert store.load(f"scope-{worker % 3}", f"w{worker}-{i}") is not None
+            assert store.load(f"t/user-{worker % 3}", f"w{worker}-{i}") is not None
 
 
 def test_processes_racing_conditional_saves_of_one_version_have_exactly_one_winner(prefix: str) -> None:

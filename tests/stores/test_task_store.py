@@ -78,16 +78,30 @@ def test_eviction_takes_the_oldest_last_update_first(make_task_store, clock) -> 
     assert ids(store, "s", ["a", "b", "c", "d", "e"]) == ["a", "d", "e"]
 
 
-def test_eviction_spans_scopes(make_task_store, clock) -> None:
-    """Capacity is global: a full store evicts another scope's finished task to admit this one."""
+def test_eviction_spans_the_users_of_one_tenant(make_task_store, clock) -> None:
+    """Capacity is per tenant: a full tenant evicts another user's finished task of the same tenant."""
     store = make_task_store(max_tasks=2)
-    store.save("bob", task("old"))
+    store.save("acme/bob", task("old"))
     clock.advance(1)
-    store.save("alice", task("mine", WORKING))
+    store.save("acme/alice", task("mine", WORKING))
     clock.advance(1)
-    store.save("alice", task("new", WORKING))
-    assert store.load("bob", "old") is None
-    assert store.load("alice", "mine") and store.load("alice", "new")
+    store.save("acme/alice", task("new", WORKING))
+    assert store.load("acme/bob", "old") is None
+    assert store.load("acme/alice", "mine") and store.load("acme/alice", "new")
+
+
+def test_one_tenant_never_evicts_another_tenants_tasks(make_task_store, clock) -> None:
+    """Each tenant has the whole capacity to itself: a full tenant evicts its own tasks or is refused."""
+    store = make_task_store(max_tasks=2)
+    store.save("other/bob", task("theirs"))
+    clock.advance(1)
+    store.save("acme/alice", task("mine", WORKING))
+    store.save("acme/alice", task("also-mine", WORKING))
+    with pytest.raises(TaskStoreFull):
+        store.save("acme/alice", task("one-too-many", WORKING))
+    assert store.load("other/bob", "theirs") is not None
+    store.save("other/bob", task("second"))  # the other tenant still has room of its own
+    assert store.load("other/bob", "theirs") and store.load("other/bob", "second")
 
 
 def test_active_tasks_are_never_evicted(make_task_store, clock) -> None:

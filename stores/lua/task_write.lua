@@ -1,0 +1,107 @@
+-- task_write.lua: shared prelude (after expire_paused.lua), prepended to task_save.lua and commit_task.lua:
+-- one task save, read from ARGV, checked, then applied, so a script can check everything before writing.
+-- Uses the including script's KEYS[1..7] (see expire_paused.lua); the event stream's key is passed in.
+-- Task save in ARGV from position `at` (offsets from `at`):
+--   +0  task field ("scope/id")           +1  task JSON (its byte length is its size)
+--   +2  listing info JSON                 +3  retention: "active", "terminal" or "paused"
+--   +4  now (last-update score)           +5  expiry cutoff (now - paused TTL)
+--   +6  max tasks                         +7  max total bytes
+--   +8  max bytes per task                +9  stream MAXLEN (approximate)
+--   +10 stream TTL in milliseconds        +11 expected version: "" = unconditional,
+--                                                "0" = must not exist, n = stored version must be n
+--   +12 .. #ARGV  event JSONs to append, in order
+-- Defines read_task_write(at) -> task save table, check_task_write(w) -> {refusal = {"too_large"} |
+-- {"task_conflict", current version} | {"full"}} or {plan} (writes nothing, except what version_of may give a
+-- task stored before versions existed), and apply_task_write(w, plan, stream) -> sequence, new version.
+local function read_task_write(at)
+  return {
+    field = ARGV[at], body = ARGV[at + 1], info = ARGV[at + 2], retention = ARGV[at + 3],
+    now = ARGV[at + 4], cutoff = ARGV[at + 5], max_tasks = tonumber(ARGV[at + 6]),
+    max_bytes = tonumber(ARGV[at + 7]), max_task_bytes = tonumber(ARGV[at + 8]),
+    stream_maxlen = ARGV[at + 9], stream_ttl = ARGV[at + 10], expect = ARGV[at + 11],
+    events_at = at + 12,
+  }
+end
+
+local function check_task_write(w)
+  local field, size = w.field, string.len(w.body)
+  if size > w.max_task_bytes then
+    return {refusal = {'too_large'}}
+  end
+
+  -- Optimistic concurrency: checked after expiry, so a task that expired meanwhile is at version 0.
+  if w.expect ~= '' then
+    local current = version_of(field)
+    if current ~= tonumber(w.expect) then
+      return {refusal = {'task_conflict', current}}
+    end
+  end
+
+  local exists = redis.call('HEXISTS', KEYS[1], field) == 1
+  local previous = 0
+  if exists then previous = redis.call('HSTRLEN', KEYS[1], field) end
+  local count = tonumber(redis.call('HGET', KEYS[6], 'count') or '0') + (exists and 0 or 1)
+  local bytes = tonumber(redis.call('HGET', KEYS[6], 'bytes') or '0') - previous + size
+
+  -- Plan the eviction (oldest last update first, never this task, never an active one); it is committed
+  -- only together with the save, once the task is shown to fit. Candidates come in small pages: at
+  -- capacity a save usually needs one victim, not the whole set.
+  local victims = {}
+  local offset, page = 0, 16
+  while count > w.max_tasks or bytes > w.max_bytes do
+    local batch = redis.call('ZRANGE', KEYS[4], offset, offset + page - 1)
+    if #batch == 0 then
+      return {refusal = {'full'}}
+    end
+    for _, candidate in ipairs(batch) do
+      if candidate ~= field then
+        table.insert(victims, candidate)
+        count = count - 1
+        bytes = bytes - redis.call('HSTRLEN', KEYS[1], candidate)
+        if count <= w.max_tasks and bytes <= w.max_bytes then break end
+      end
+    end
+    offset = offset + page
+  end
+  return {plan = {exists = exists, previous = previous, size = size, victims = victims}}
+end
+
+local function apply_task_write(w, plan, stream)
+  local field = w.field
+  for _, victim in ipairs(plan.victims) do
+    remove_task(victim)
+  end
+
+  local sequence
+  if plan.exists then
+    sequence = redis.call('HGET', KEYS[3], field)
+    redis.call('HINCRBY', KEYS[6], 'bytes', plan.size - plan.previous)
+  else
+    sequence = redis.call('HINCRBY', KEYS[6], 'next_seq', 1)
+    redis.call('HSET', KEYS[3], field, sequence)
+    redis.call('HINCRBY', KEYS[6], 'count', 1)
+    redis.call('HINCRBY', KEYS[6], 'bytes', plan.size)
+    redis.call('DEL', stream)  -- a reused id starts a fresh log
+  end
+  local version = redis.call('HINCRBY', KEYS[6], 'next_ver', 1)  -- per partition: never reused for an id
+  redis.call('HSET', KEYS[1], field, w.body)
+  redis.call('HSET', KEYS[2], field, w.info)
+  redis.call('HSET', KEYS[7], field, version)
+
+  redis.call('ZREM', KEYS[4], field)
+  redis.call('ZREM', KEYS[5], field)
+  if w.retention ~= 'active' then
+    redis.call('ZADD', KEYS[4], w.now, field)
+  end
+  if w.retention == 'paused' then
+    redis.call('ZADD', KEYS[5], w.now, field)
+  end
+
+  if #ARGV >= w.events_at then
+    for i = w.events_at, #ARGV do
+      redis.call('XADD', stream, 'MAXLEN', '~', w.stream_maxlen, '*', 'e', ARGV[i])
+    end
+    redis.call('PEXPIRE', stream, w.stream_ttl)
+  end
+  return tonumber(sequence), version
+end
