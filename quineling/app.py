@@ -84,6 +84,7 @@ def create_app(
         card_superset=settings.card_superset,
         request_limit_bytes=settings.request_limit_bytes,
         card_max_age=settings.card_max_age,
+        tenants=_served_tenants(settings.tenants),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
     app.register_blueprint(discovery.blueprint)
@@ -127,3 +128,8 @@ def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None)
             log.warning("readiness check failed: %s", exc)
             return jsonify(status="unavailable", error=type(exc).__name__), 503
         return jsonify(status="ok"), 200
+
+
+def _served_tenants(setting: str) -> frozenset[str] | None:
+    names = {name.strip() for name in setting.split(",") if name.strip()}
+    return None if "*" in names else frozenset(names)

@@ -23,7 +23,10 @@ class Settings:
     a2a_port: int = 8049
     base_url: str = ""  # advertised origin; defaults to http://<host>:<port>
     store_url: str = "memory://"
-    store_prefix: str = "q"  # namespaces every Redis key, so deployments or test runs can share a server
+    store_prefix: str = "q"
+    # Tenants served besides the default (empty) one: comma-separated names, or "*" for any. Task capacity
+    # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
+    tenants: str = ""  # namespaces every Redis key, so deployments or test runs can share a server
     legacy_compat: bool = True
     card_superset: bool = True  # off: header-less discovery gets the pure 1.0 card (for a TCK run, D7)
     request_limit_bytes: int = 2 * MIB

@@ -27,6 +27,7 @@ class A2AState:
     card_superset: bool = True
     request_limit_bytes: int = 2 * 1024 * 1024
     card_max_age: int = 3600
+    tenants: frozenset[str] | None = frozenset()  # served besides the default tenant; None = any
     extras: dict[str, Any] = field(default_factory=dict)
 
     def compat(self) -> ModuleType | None:
@@ -76,6 +77,11 @@ def requested_extensions(*headers: str) -> tuple[str, ...]:
 def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext:
     if tenant is not None and not isinstance(tenant, str):
         raise InvalidParamsError("tenant must be a string")
+    served = state().tenants
+    if tenant and served is not None and tenant not in served:
+        # Clients copy the tenant from an advertised interface (reference §3.3); an unknown one would also
+        # open a fresh task budget per name, since capacity is per tenant.
+        raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
     headers = ("X-A2A-Extensions", "A2A-Extensions") if legacy else ("A2A-Extensions",)
     return CallContext(
         tenant=tenant or "", requested_version=version, extensions=requested_extensions(*headers)

@@ -68,7 +68,13 @@ def data(value: Any, media_type: str | None = "application/json") -> dict[str, A
 
 
 def make_app(**overrides: Any) -> Any:
-    config = {"keepalive_seconds": 0.2, "subscribe_max_seconds": 5, **overrides.pop("config", {})}
+    # Protocol tests isolate scenarios by tenant, so this app serves any (the product default serves none).
+    config = {
+        "keepalive_seconds": 0.2,
+        "subscribe_max_seconds": 5,
+        "tenants": "*",
+        **overrides.pop("config", {}),
+    }
     backend = backend_from_url("memory://")
     kwargs = {"runtime": FakeRuntime(), "task_store": backend.task_store(), "config": config, **overrides}
     app = create_app(**kwargs)

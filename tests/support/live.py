@@ -3,7 +3,8 @@
     with live_server(store_url=REDIS_URL, workers=4) as server:
         requests.post(server.url("/a2a/jsonrpc"), json=...)
 
-Each server gets its own Redis key prefix (deleted afterwards), so tests can share one Redis database.
+Each server gets its own Redis key prefix (deleted afterwards), so tests can share one Redis database, and
+serves any tenant (tests use tenants to keep scenarios apart).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def live_server(
         QUINELING_THREADS=str(threads),
         QUINELING_A2A_PORT=str(port),
         QUINELING_ACCESS_LOG="0",
+        QUINELING_TENANTS="*",  # tests isolate scenarios by tenant; pass tenants="" for the product default
         PYTHONPATH=str(ROOT),
     )
     env.update({f"QUINELING_{k.upper()}": str(v) for k, v in settings.items()})
