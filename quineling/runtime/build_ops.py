@@ -6,13 +6,14 @@ from typing import Any
 
 from quineling.runtime import fields as f
 from quineling.runtime.artifact import build_artifact
+from quineling.runtime.canonical import sha256_hex
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.frame import sample_frame
 from quineling.runtime.genome import decode_genome
 from quineling.runtime.intent import check_program, program_of_intent, validate_intent
 from quineling.runtime.kernel import execute
-from quineling.runtime.library import RECORD, companions_of, load_artifact, stage_artifact
+from quineling.runtime.library import ARTIFACT, RECORD, companions_of, load_artifact, stage_artifact
 from quineling.runtime.operations import Operation, table
 from quineling.runtime.source import parse_source, render_source
 from quineling.runtime.thought import parse_thought
@@ -40,12 +41,20 @@ def _body(options: dict[str, Any]) -> dict[str, Any]:
     return {"traits": traits_from_seed(options["seed"]), "repeats": options["repeats"]}
 
 
-def _build(
-    program: dict[str, Any], body: dict[str, Any], companions: dict[str, Any] | None, *, code: str
+def _store_program(
+    view: StateView, env: Env, program: dict[str, Any], body: dict[str, Any], companions: dict[str, Any]
 ) -> dict[str, Any]:
-    interface = check_program(program, code=code, path="")
+    """Validate a program, then store it as an artifact under the companion rules (design §4).
+
+    When the source is already retained with this very intent, the retained artifact is the answer and the
+    derived parts (genomes, anatomy, size) are not built again just to be compared and dropped.
+    """
+    interface = check_program(program, code="invalid-intent", path="")
     source = render_source(program, body, [])
-    return build_artifact(source, program, body, [], interface, companions)
+    retained = view.get(ARTIFACT, sha256_hex(source))
+    if retained is not None and retained["companions"]["intentHash"] == companions["intentHash"]:
+        return retained
+    return stage_artifact(view, env, build_artifact(source, program, body, [], interface, companions))
 
 
 def parse(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
@@ -58,8 +67,7 @@ def create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
         return outcome
     intent = outcome["intent"]
     companions = companions_of(intent, thought=args["thought"], source_map=outcome["sourceMap"])
-    artifact = _build(program_of_intent(intent), _body(args["options"]), companions, code="invalid-intent")
-    stored = stage_artifact(view, env, artifact)
+    stored = _store_program(view, env, program_of_intent(intent), _body(args["options"]), companions)
     return {
         "status": "created",
         "artifact": stored,
@@ -71,9 +79,7 @@ def create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
 
 def compile_(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
     intent = args["intent"]
-    companions = companions_of(intent)
-    artifact = _build(program_of_intent(intent), _body(args["options"]), companions, code="invalid-intent")
-    return stage_artifact(view, env, artifact)
+    return _store_program(view, env, program_of_intent(intent), _body(args["options"]), companions_of(intent))
 
 
 def inspect(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
