@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SQUARES = "[2,3,4] | square | sum | report total"
+RECONNECT_EVERY = 20  # requests per HTTP connection in the load generator
 
 
 # ---------------------------------------------------------------- runtime dispatch
@@ -141,6 +142,11 @@ def load(port: int, make_body: Callable[[int], bytes], concurrency: int, seconds
         n = 0
         try:
             while time.perf_counter() < stop:
+                if n and n % RECONNECT_EVERY == 0:
+                    # A keep-alive connection stays with the worker that accepted it; reconnecting now and
+                    # then spreads the load over every worker, as many independent clients would.
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
                 body = make_body(index * 1_000_000 + n)
                 n += 1
                 start = time.perf_counter()
