@@ -25,7 +25,7 @@ Outcome = dict[str, Any]  # {operation, result}
 # Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
 Attach = Callable[[Outcome | QuinelingError], TaskWrite]
 
-# Operations the product defines; those not registered yet fail with a message that says so.
+# The sixteen operations of the product (seed "Structured request contract").
 ALL_OPERATIONS = (
     "parse", "create", "compile", "inspect", "run", "reproduce", "recover", "frame",
     "offspringPreview", "offspringFrame", "offspringAdmit", "lineage", "annotate",
@@ -35,13 +35,10 @@ ALL_OPERATIONS = (
 
 def _registered_operations() -> dict[str, Operation]:
     from quineling.runtime import build_ops
+    from quineling.runtime.ranch import ops as ranch_ops
 
-    operations = dict(build_ops.OPERATIONS)
-    try:
-        from quineling.runtime.ranch import ops as ranch_ops
-    except ImportError:  # the ranch lands in a later change
-        return operations
-    operations.update(ranch_ops.OPERATIONS)
+    operations = {**build_ops.OPERATIONS, **ranch_ops.OPERATIONS}
+    assert set(operations) == set(ALL_OPERATIONS), "every product operation has exactly one handler"
     return operations
 
 
@@ -106,10 +103,7 @@ class Runtime:
                     self.store.commit(scope, ChangeSet(), task=attach(outcome))
                 return outcome
             try:
-                if attach is None:
-                    self.store.commit(scope, changes)
-                else:
-                    self.store.commit(scope, changes, task=attach(outcome))
+                self.store.commit(scope, changes, task=attach(outcome) if attach else None)
             except ConflictError:
                 continue
             except QuotaExceeded as exc:
@@ -128,14 +122,16 @@ class Runtime:
     ) -> bool:
         """Whether ``error`` stands (and, with ``attach``, its write is committed); ``False``: recompute.
 
-        With a write to commit anyway, the torn-read check of :meth:`_consistent` rides along: the write is
-        committed on the condition that nothing the refusal read has changed, at no extra round trip.
+        A single read is a snapshot. Reads in several round trips are checked by committing their versions
+        (with the write, if any, at no extra round trip): if any document changed in between, the refusal may
+        mix two states — say an admission retry that read no receipt, then the world its original had just
+        advanced, and would answer ``stale-revision`` to a request that succeeded — so it is recomputed.
         """
-        if attach is None:
-            return self._consistent(scope, view)
+        if view.is_snapshot and attach is None:
+            return True
         check = ChangeSet() if view.is_snapshot else ChangeSet(expect=view.change_set().expect)
         try:
-            self.store.commit(scope, check, task=attach(error))
+            self.store.commit(scope, check, task=attach(error) if attach else None)
         except ConflictError:
             return False
         return True
@@ -145,22 +141,6 @@ class Runtime:
         if attach is not None:
             self.store.commit(scope, ChangeSet(), task=attach(error))
 
-    def _consistent(self, scope: str, view: StateView) -> bool:
-        """Whether a refusal rests on one state, like a commit does.
-
-        A single read is a snapshot. Reads in several round trips are checked by committing their versions
-        alone (no writes): if any document changed in between, the refusal may mix two states — say an
-        admission retry that read no receipt, then the world its original had just advanced, and would
-        answer ``stale-revision`` to a request that succeeded — so the request is recomputed instead.
-        """
-        if view.is_snapshot:
-            return True
-        try:
-            self.store.commit(scope, ChangeSet(expect=view.change_set().expect))
-        except ConflictError:
-            return False
-        return True
-
     def _resolve(self, request: Any) -> Operation:
         if not isinstance(request, Mapping):
             raise QuinelingError("invalid-request", "a request must be an object", None)
@@ -169,12 +149,6 @@ class Runtime:
         if not isinstance(name, str):
             raise QuinelingError("invalid-request", "operation must be a string", "operation")
         operation = self.operations.get(name)
-        if operation is None:
-            if name in ALL_OPERATIONS:
-                raise QuinelingError(
-                    "unknown-operation",
-                    f"operation {name!r} is not yet available in this runtime",
-                    "operation",
-                )
+        if operation is None:  # the catalogue is closed: naming an operation never enables one
             raise QuinelingError("unknown-operation", f"unknown operation {name!r}", "operation")
         return operation

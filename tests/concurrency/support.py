@@ -90,10 +90,10 @@ class GatedStore(StateStore):
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         return self.inner.counters(scope, names)
 
-    def commit(self, scope: str, changes: ChangeSet) -> None:
+    def commit(self, scope: str, changes: ChangeSet, *, task: Any = None) -> int | None:
         self._pass("commit")
         try:
-            self.inner.commit(scope, changes)
+            return self.inner.commit(scope, changes, task=task)
         except ConflictError:
             self.conflicts += 1
             raise

@@ -234,8 +234,8 @@ class InterleavingStore(StateStore):
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         return self.inner.counters(scope, names)
 
-    def commit(self, scope: str, changes: ChangeSet) -> None:
-        self.inner.commit(scope, changes)
+    def commit(self, scope: str, changes: ChangeSet, *, task: Any = None) -> int | None:
+        return self.inner.commit(scope, changes, task=task)
 
 
 def test_retry_straddling_the_original_world_admission_replays_it(rt: Runtime) -> None:

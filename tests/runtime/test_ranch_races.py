@@ -34,11 +34,11 @@ class RacingStore(StateStore):
     def counters(self, scope, names):
         return self.inner.counters(scope, names)
 
-    def commit(self, scope: str, changes: ChangeSet) -> None:
+    def commit(self, scope: str, changes: ChangeSet, *, task: Any = None) -> int | None:
         rival, self.rival = self.rival, None
         if rival is not None:
             rival()
-        self.inner.commit(scope, changes)
+        return self.inner.commit(scope, changes, task=task)
 
 
 def _racing_pair() -> tuple[Runtime, Runtime, RacingStore]:
