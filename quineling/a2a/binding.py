@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from flask import current_app, request
 
+from quineling.a2a import compat_v03
 from quineling.a2a.card import normalize_version, supported_versions
 from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
 from quineling.a2a.service import A2AService, CallContext
@@ -31,13 +31,8 @@ class A2AState:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def compat(self) -> ModuleType | None:
-        """The v0.3 compat module when compat is on and the module exists (it is optional)."""
-        if not self.legacy_compat:
-            return None
-        try:
-            return importlib.import_module("quineling.a2a.compat_v03")
-        except ImportError:
-            return None
+        """The v0.3 compat layer when compat is on."""
+        return compat_v03 if self.legacy_compat else None
 
 
 def state() -> A2AState:
