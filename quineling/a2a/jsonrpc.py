@@ -7,7 +7,6 @@ oversized body (413) (D15).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from quineling.a2a.errors import (
 )
 from quineling.a2a.service import A2AService, CallContext
 from quineling.a2a.sse import as_a2a_error, compact, sse_response
+from stores import codec
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("a2a_jsonrpc", __name__)
@@ -64,10 +64,6 @@ class _Reject(Exception):
         self.error, self.http_status, self.rpc_id = error, http_status, rpc_id
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def _envelope(rpc_id: Any, *, result: Any = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
     if error is not None:
         return {"jsonrpc": "2.0", "id": rpc_id, "error": error}
@@ -91,7 +87,7 @@ def _read_request(limit: int) -> dict[str, Any]:
     if len(raw) > limit:
         raise too_large
     try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        body = codec.loads(raw, strict=True)
     except (ValueError, RecursionError):
         raise _Reject(JSONParseError(), 400) from None
     if isinstance(body, list):

@@ -6,7 +6,6 @@ Every route also exists under ``/<tenant>/…`` (the path tenant wins over one i
 
 from __future__ import annotations
 
-import json
 from typing import Any, NoReturn
 
 from flask import Flask, Response, request
@@ -28,13 +27,10 @@ from quineling.a2a.errors import (
 )
 from quineling.a2a.service import CallContext
 from quineling.a2a.sse import as_a2a_error, compact, sse_response
+from stores import codec
 
 PREFIX = "/a2a/rest"
 _BODY_KEY = "quineling.a2a.body"
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def request_body() -> dict[str, Any]:
@@ -48,7 +44,7 @@ def request_body() -> dict[str, Any]:
         body: Any = {}
     else:
         try:
-            body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            body = codec.loads(raw, strict=True)
         except (ValueError, RecursionError):
             raise JSONParseError() from None
         if not isinstance(body, dict):
