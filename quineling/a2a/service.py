@@ -215,7 +215,7 @@ class A2AService:
             execution = pending.finish(outcome)
             finished.append(execution)
             return TaskWrite(
-                self.task_store, ctx.scope, execution.task, tuple(execution.events), expect_version
+                self.task_store, ctx.scope, execution.task, _logged(execution, expect_version), expect_version
             )
 
         try:
@@ -447,7 +447,9 @@ class A2AService:
         """Save conditionally. :class:`TaskConflict` propagates (the caller decides); other failures become
         protocol errors."""
         try:
-            self.task_store.save(ctx.scope, execution.task, execution.events, expect_version=expect_version)
+            self.task_store.save(
+                ctx.scope, execution.task, _logged(execution, expect_version), expect_version=expect_version
+            )
         except TaskConflict:
             raise
         except StoreError as exc:
@@ -470,3 +472,13 @@ class A2AService:
             return InternalError("Storage is unavailable; retry later")
         log.exception("store failure")
         return InternalError("Storage failed; retry later")
+
+
+def _logged(execution: Execution, expect_version: int) -> tuple[JSON, ...]:
+    """The events of a save that go into the task's event log.
+
+    A subscriber takes its log position and then the task snapshot (:meth:`A2AService.subscribe_to_task`),
+    and a snapshot only exists once the task's first save has committed. So the first save's events
+    (``expect_version`` 0) can never be read by anyone — the snapshot already holds them — and logging them
+    would only double the bytes of every new task. The log starts with the task's first later update."""
+    return () if expect_version == 0 else tuple(execution.events)

@@ -48,12 +48,21 @@ def service(store: CountingStore) -> A2AService:
 CTX = CallContext()
 
 
-def test_new_task_is_saved_once_with_all_events(service: A2AService, store: CountingStore) -> None:
-    """No separate SUBMITTED save: one save carries the snapshot, working, artifact and final events."""
-    task = service.send_message({"message": user_message(text("x"))}, CTX)["task"]
+def test_new_task_is_saved_once_and_logs_only_later_updates(
+    service: A2AService, store: CountingStore
+) -> None:
+    """One save per new task (no separate SUBMITTED save). Its events are not logged: no subscriber can hold
+    a log position before the task exists, and its snapshot already holds them. A follow-up's are logged."""
+    task = service.send_message({"message": user_message(text(" "))}, CTX)["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert store.calls == {"save": 1}
+    assert store.inner.read_events(CTX.scope, task["id"], None, 0) == []
+    assert store.inner.last_event_id(CTX.scope, task["id"]) is None
+
+    service.send_message({"message": user_message(text("x"), taskId=task["id"])}, CTX)
     events = [e.payload for e in store.inner.read_events(CTX.scope, task["id"], None, 0)]
-    assert [next(iter(e)) for e in events] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert [next(iter(e)) for e in events] == ["statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 def test_stream_errors_are_eager(service: A2AService) -> None:
