@@ -18,7 +18,8 @@ from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.service import A2AService, StreamSettings
 from quineling.config import Settings, load_settings
-from stores.base import Backend, TaskLimits, TaskStore, backend_from_url
+from stores.base import Backend, StateStore, TaskLimits, TaskStore, backend_from_url
+from stores.cache import CachingStateStore
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +108,15 @@ def _task_limits(settings: Settings) -> TaskLimits:
 
 def _runtime(settings: Settings, backend: Backend) -> Any:
     from quineling.runtime.context import RuntimeLimits
+    from quineling.runtime.library import CACHEABLE_KINDS
     from quineling.runtime.runtime import Runtime
 
     limits = RuntimeLimits(max_artifacts=settings.max_artifacts, max_records=settings.max_records)
-    return Runtime(store=backend.state_store(), limits=limits)
+    store: StateStore = backend.state_store()
+    if settings.read_cache_entries and not backend.local:
+        # A read from a network store is a round trip; in-process reads cost what a cache hit would.
+        store = CachingStateStore(store, CACHEABLE_KINDS, max_entries=settings.read_cache_entries)
+    return Runtime(store=store, limits=limits)
 
 
 def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None) -> None:

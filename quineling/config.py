@@ -23,10 +23,12 @@ class Settings:
     a2a_port: int = 8049
     base_url: str = ""  # advertised origin; defaults to http://<host>:<port>
     store_url: str = "memory://"
-    store_prefix: str = "q"
+    store_prefix: str = "q"  # namespaces every Redis key, so deployments or test runs can share a server
+    # Documents each worker keeps from a network store (see stores/cache.py); 0 turns the cache off.
+    read_cache_entries: int = 4096
     # Tenants served besides the default (empty) one: comma-separated names, or "*" for any. Task capacity
     # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
-    tenants: str = ""  # namespaces every Redis key, so deployments or test runs can share a server
+    tenants: str = ""
     legacy_compat: bool = True
     card_superset: bool = True  # off: header-less discovery gets the pure 1.0 card (for a TCK run, D7)
     request_limit_bytes: int = 2 * MIB
@@ -109,6 +111,10 @@ def _validate(settings: Settings) -> None:
             )
     if "://" not in settings.store_url:
         raise ConfigError("QUINELING_STORE_URL must be a URL such as memory:// or redis://host:6379/0")
+    if settings.read_cache_entries < 0:
+        raise ConfigError(
+            f"QUINELING_READ_CACHE_ENTRIES must be 0 (off) or positive (got {settings.read_cache_entries})"
+        )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
 

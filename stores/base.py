@@ -46,14 +46,23 @@ def task_partition(scope: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Versioned:
-    """A document or task as read: its value (``None`` when absent) and its version (0 when absent)."""
+    """A document or task as read: its value (``None`` when absent) and its version (0 when absent).
+
+    ``confirmed`` is ``False`` for a value served from a cache (:mod:`stores.cache`): it may be stale, so
+    whatever is computed from it holds only once a commit has confirmed its version."""
 
     value: JSON | None
     version: int
+    confirmed: bool = True
 
 
 class StateStore(ABC):
     """Versioned documents per scope with atomic, optimistic, quota-checked commits."""
+
+    @property
+    def origin(self) -> StateStore:
+        """The store that holds the documents: this one, or the one a wrapper (a read cache) stands for."""
+        return self
 
     @abstractmethod
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
@@ -203,7 +212,7 @@ class TaskStore(ABC):
 
     def joins(self, state: StateStore) -> bool:
         """Whether ``state`` can commit this store's saves with its change sets (``TaskWrite``): true when
-        both are stores of one backend instance."""
+        both are stores of one backend instance (seen through any wrapper: ``state.origin``)."""
         return False
 
     @abstractmethod
@@ -232,6 +241,7 @@ class Backend(ABC):
 
     scheme: ClassVar[tuple[str, ...]] = ()
     registry: ClassVar[dict[str, type[Backend]]] = {}
+    local: ClassVar[bool] = False  # in-process: a read costs no round trip (nothing to gain from a cache)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -122,6 +122,7 @@ class MemoryBackend(Backend):
     """Both stores in this process's memory. Cursors are signed with a secret random per instance."""
 
     scheme = ("memory",)
+    local = True
 
     def __init__(self, url: str = "memory://", **_options: Any) -> None:
         self.url = url

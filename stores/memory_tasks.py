@@ -80,6 +80,7 @@ class MemoryTaskStore(TaskStore):
         self._signer = signer
 
     def joins(self, state: StateStore) -> bool:
+        state = state.origin
         return isinstance(state, MemoryStateStore) and state.data is self._data
 
     def _expire(self, now: float) -> None:

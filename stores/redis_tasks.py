@@ -55,6 +55,7 @@ class RedisTaskStore(TaskStore):
     def joins(self, state: StateStore) -> bool:
         from stores.redis import RedisStateStore
 
+        state = state.origin
         if not isinstance(state, RedisStateStore):
             return False
         conn, prefix = state.location

@@ -78,15 +78,22 @@ class StateView:
         self._delete: set[Key] = set()
         self._quotas: list[Quota] = []
         self._reads = 0
+        self._unconfirmed = False
 
     @property
     def is_snapshot(self) -> bool:
         """Whether everything read came from one store read (one consistent snapshot, or nothing at all).
 
-        Reads in several round trips may straddle another worker's commit; a result computed from them
-        holds only if none of those documents changed meanwhile (see ``Runtime.dispatch``).
+        Reads in several round trips may straddle another worker's commit, and a cached read may be stale;
+        a result computed from them holds only if none of those documents changed meanwhile (see
+        ``Runtime.dispatch``).
         """
-        return self._reads <= 1
+        return self._reads <= 1 and not self._unconfirmed
+
+    @property
+    def is_confirmed(self) -> bool:
+        """Whether every read came from the store itself, none from a cache (``Versioned.confirmed``)."""
+        return not self._unconfirmed
 
     def prefetch(self, keys: Iterable[Key]) -> None:
         """Read every not-yet-read key in one round trip."""
@@ -97,6 +104,7 @@ class StateView:
         for key, versioned in self._store.read(self._scope, missing).items():
             self._values[key] = versioned.value
             self._expect[key] = versioned.version
+            self._unconfirmed |= not versioned.confirmed
 
     def get(self, kind: str, ident: str) -> dict[str, Any] | None:
         """The current value (staged writes included), or ``None`` when absent."""

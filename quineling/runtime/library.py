@@ -11,6 +11,9 @@ from quineling.runtime.intent import intent_hash
 
 ARTIFACT = "artifact"
 RECORD = "record"
+# What a read cache may hold (stores/cache.py): documents that stay as written. An artifact's identity is its
+# source hash and only its absent companions are ever filled in, once; a record is never rewritten.
+CACHEABLE_KINDS = (ARTIFACT, RECORD)
 NO_COMPANIONS: dict[str, Any] = {
     "thought": None,
     "intent": None,

@@ -96,14 +96,11 @@ class Runtime:
                 raise
             outcome = {"operation": operation.name, "result": result}
             changes = view.change_set()
-            if changes.is_empty:
-                # Read-only outcomes come from one read, except lineage (its index, then derivations that
-                # never change once written), so an observation needs no validation round trip.
-                if attach is not None:
-                    self.store.commit(scope, ChangeSet(), task=attach(outcome))
-                return outcome
             try:
-                self.store.commit(scope, changes, task=attach(outcome) if attach else None)
+                if changes.is_empty:
+                    self._observe(scope, view, changes, attach, outcome)
+                else:
+                    self.store.commit(scope, changes, task=attach(outcome) if attach else None)
             except ConflictError:
                 continue
             except QuotaExceeded as exc:
@@ -116,6 +113,20 @@ class Runtime:
         error = QuinelingError("busy", "the store stayed contended; retry the request")
         self._record(scope, attach, error)
         raise error
+
+    def _observe(
+        self, scope: str, view: StateView, changes: ChangeSet, attach: Attach | None, outcome: Outcome
+    ) -> None:
+        """Commit what a read-only outcome needs; raises :class:`ConflictError` when it must be recomputed.
+
+        Read-only outcomes come from one read, except lineage (its index, then derivations that never change
+        once written), so an observation needs no validation of its own — unless something it read came
+        from a cache: then its versions are confirmed, in the commit of the write when there is one."""
+        check = ChangeSet() if view.is_confirmed else ChangeSet(expect=changes.expect)
+        if attach is not None:
+            self.store.commit(scope, check, task=attach(outcome))
+        elif check.expect:
+            self.store.commit(scope, check)
 
     def _settle_refusal(
         self, scope: str, view: StateView, attach: Attach | None, error: QuinelingError

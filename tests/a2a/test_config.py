@@ -43,11 +43,28 @@ def test_environment_and_mapping() -> None:
         ({"QUINELING_REQUEST_LIMIT_BYTES": "0"}, "QUINELING_REQUEST_LIMIT_BYTES"),
         ({"QUINELING_BASE_URL": "localhost:8049"}, "QUINELING_BASE_URL"),
         ({"QUINELING_STORE_URL": "redis"}, "QUINELING_STORE_URL"),
+        ({"QUINELING_READ_CACHE_ENTRIES": "-1"}, "QUINELING_READ_CACHE_ENTRIES"),
     ],
 )
 def test_invalid_settings_name_the_variable(env: dict[str, str], needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
         load_settings(env=env)
+
+
+@pytest.mark.parametrize(
+    ("store_url", "entries", "cached"),
+    [("memory://", 4096, False), ("redis://fake", 4096, True), ("redis://fake", 0, False)],
+)
+def test_the_read_cache_fronts_network_stores_only(store_url: str, entries: int, cached: bool) -> None:
+    from quineling.app import create_app
+    from stores.cache import CachingStateStore
+
+    app = create_app(config={"store_url": store_url, "read_cache_entries": entries})
+    store = app.extensions["quineling"].extras["runtime"].store
+    assert isinstance(store, CachingStateStore) is cached
+    if cached:
+        assert store.max_entries == entries and store.kinds == {"artifact", "record"}
+    assert app.extensions["quineling"].service.atomic  # the task still commits with the runtime's changes
 
 
 def _gunicorn_conf(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -17,9 +17,11 @@ from urllib.parse import unquote
 
 from quineling.runtime.context import RuntimeLimits
 from quineling.runtime.errors import QuinelingError
+from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import DEFAULT_SCOPE, Runtime
 from stores import keys
 from stores.base import StateStore, Versioned
+from stores.cache import CachingStateStore
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError
 from stores.redis import RedisBackend
@@ -108,18 +110,28 @@ class Batch:
 
 
 def dispatch_together(
-    prefix: str, requests: list[dict[str, Any]], limits: dict[str, int], gate: str = "commit"
+    prefix: str,
+    requests: list[dict[str, Any]],
+    limits: dict[str, int],
+    gate: str = "commit",
+    warm: list[dict[str, Any]] | None = None,
 ) -> Batch:
     """Runs in a worker process: build a runtime, wait for everyone, then dispatch ``requests`` in order.
 
     Every request of every process must reach its gate (the scenarios are built so): request ``k`` of all
-    processes passes it together.
+    processes passes it together. With ``warm``, the runtime reads through a read cache (as a server worker
+    does), and dispatches those requests first, before anyone starts, to fill it.
     """
     backend = RedisBackend(redis_url(), prefix=prefix)
-    store = GatedStore(backend.state_store(), gate, lambda: _barrier.wait(BARRIER_TIMEOUT))
+    state: StateStore = backend.state_store()
+    if warm is not None:
+        state = CachingStateStore(state, CACHEABLE_KINDS)
+    store = GatedStore(state, gate, lambda: _barrier.wait(BARRIER_TIMEOUT))
     runtime = Runtime(store=store, limits=RuntimeLimits(**limits))
     outcomes = []
     try:
+        for request in warm or []:
+            runtime.dispatch(request)
         _barrier.wait(BARRIER_TIMEOUT)
         for request in requests:
             store.armed = True
@@ -143,12 +155,14 @@ class Crowd:
         requests: list[list[dict[str, Any]]],
         limits: dict[str, int] | None = None,
         gate: str = "commit",
+        warm: list[dict[str, Any]] | None = None,
     ) -> list[Batch]:
         """Process ``n`` dispatches ``requests[n]``; all start together. One task per process: each blocks on
-        the barrier until all ``PROCESSES`` tasks are taken, so no process can take two."""
+        the barrier until all ``PROCESSES`` tasks are taken, so no process can take two. ``warm``: see
+        :func:`dispatch_together`."""
         assert len(requests) == PROCESSES
         pending = [
-            self.pool.apply_async(dispatch_together, (prefix, batch, limits or {}, gate))
+            self.pool.apply_async(dispatch_together, (prefix, batch, limits or {}, gate, warm))
             for batch in requests
         ]
         return [result.get(timeout=BARRIER_TIMEOUT * 2) for result in pending]

@@ -1,0 +1,123 @@
+"""A process-local read cache in front of any state store, for kinds of documents that (almost) never change.
+
+On a network store the read before a commit is half of a request's round trips, and most of what is read —
+content-addressed artifacts, execution records — is the same every time. :class:`CachingStateStore` answers
+such reads from memory, but never *trusts* them: a cached value comes back as ``Versioned(…, confirmed=False)``
+and the reader must confirm its version in a commit (an expectation, as for every read). The runtime does
+that in the commit it makes anyway, so a hit saves a round trip and a stale entry costs one conflict, after
+which the entry is dropped and the request recomputed on a fresh read. Correctness never depends on the cache.
+
+Entries are stored as JSON text and decoded on every hit, so no caller can mutate another's value; the cache
+is bounded by entries and bytes (least recently used first out) and safe across threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from stores import codec
+from stores.base import StateStore, TaskWrite, Versioned
+from stores.changes import ChangeSet, Key
+from stores.errors import ConflictError
+
+_Entry = tuple[str, int]  # JSON text, version
+
+
+class CachingStateStore(StateStore):
+    """``inner`` with reads of ``kinds`` cached; everything else passes through unchanged."""
+
+    def __init__(
+        self,
+        inner: StateStore,
+        kinds: Iterable[str],
+        *,
+        max_entries: int = 4096,
+        max_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        if max_entries < 1 or max_bytes < 1:
+            raise ValueError("a read cache needs room for at least one entry")
+        self.inner = inner
+        self.kinds = frozenset(kinds)
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, Key], _Entry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def origin(self) -> StateStore:
+        return self.inner.origin
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        wanted = list(dict.fromkeys(keys))
+        cached: dict[Key, _Entry] = {}
+        with self._lock:
+            for key in wanted:
+                entry = self._entries.get((scope, key)) if key[0] in self.kinds else None
+                if entry is not None:
+                    self._entries.move_to_end((scope, key))
+                    cached[key] = entry
+            self.hits += len(cached)
+            self.misses += sum(1 for key in wanted if key[0] in self.kinds) - len(cached)
+        missing = [key for key in wanted if key not in cached]
+        fresh = self.inner.read(scope, missing) if missing else {}
+        for key, versioned in fresh.items():
+            if key[0] in self.kinds and versioned.value is not None:
+                self._remember(scope, key, codec.dumps(versioned.value), versioned.version)
+        out: dict[Key, Versioned] = {}
+        for key in wanted:
+            if key in cached:
+                text, version = cached[key]
+                out[key] = Versioned(codec.loads(text), version, confirmed=False)
+            else:
+                out[key] = fresh[key]
+        return out
+
+    def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
+        return self.inner.counters(scope, names)
+
+    def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
+        try:
+            version = self.inner.commit(scope, changes, task=task)
+        except ConflictError:
+            # Something read is stale; which one the store does not say, so forget every cached one.
+            self._forget(scope, changes.expect)
+            raise
+        # Each put bumps its version by one (ChangeSet's contract): what was just written is what a read
+        # in this process would see next, unless another process writes it first (then: one conflict).
+        self._forget(scope, changes.delete)
+        for key, value in changes.put.items():
+            if key[0] in self.kinds and key in changes.expect:
+                self._remember(scope, key, codec.dumps(value), changes.expect[key] + 1)
+        return version
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _remember(self, scope: str, key: Key, text: str, version: int) -> None:
+        if len(text) > self.max_bytes:
+            return
+        with self._lock:
+            self._drop((scope, key))
+            self._entries[(scope, key)] = (text, version)
+            self._bytes += len(text)
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                _, (old, _version) = self._entries.popitem(last=False)
+                self._bytes -= len(old)
+
+    def _forget(self, scope: str, keys: Iterable[Key]) -> None:
+        with self._lock:
+            for key in keys:
+                self._drop((scope, key))
+
+    def _drop(self, entry: tuple[str, Key]) -> None:
+        old = self._entries.pop(entry, None)
+        if old is not None:
+            self._bytes -= len(old[0])
