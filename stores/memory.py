@@ -34,6 +34,7 @@ class MemoryData:
         self.events: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self.next_sequence: dict[str, int] = {}  # per partition, like the Redis backend's stats hash
         self.next_task_version: dict[str, int] = {}  # per partition: a task version is never reused
+        self.paused: dict[tuple[str, str], float] = {}  # (scope, id) → last update, of every paused task
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ one lock before writing either."""
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -84,17 +85,16 @@ class MemoryTaskStore(TaskStore):
         return isinstance(state, MemoryStateStore) and state.data is self._data
 
     def _expire(self, now: float) -> None:
-        """Drop paused tasks whose last update is at least the TTL old (called under the lock)."""
-        for tasks in self._data.tasks.values():
-            for ref in [r for r, e in tasks.items() if e.facts.retention == PAUSED and self._expired(e, now)]:
-                self._remove(ref)
-
-    def _expired(self, entry: Entry, now: float) -> bool:
-        return now - entry.updated >= self.limits.paused_ttl_seconds
+        """Drop paused tasks whose last update is at least the TTL old (called under the lock). Only the
+        paused index is scanned: every call does this, and most tasks are not paused."""
+        ttl = self.limits.paused_ttl_seconds
+        for ref in [r for r, updated in self._data.paused.items() if now - updated >= ttl]:
+            self._remove(ref)
 
     def _remove(self, ref: TaskRef) -> None:
         self._data.tasks.get(task_partition(ref[0]), {}).pop(ref, None)
         self._data.events.pop(ref, None)
+        self._data.paused.pop(ref, None)
 
     def _entry(self, ref: TaskRef) -> Entry | None:
         return self._data.tasks.get(task_partition(ref[0]), {}).get(ref)
@@ -174,6 +174,10 @@ class MemoryTaskStore(TaskStore):
         version = data.next_task_version[partition] = data.next_task_version.get(partition, 0) + 1
         tasks = data.tasks.setdefault(partition, {})
         tasks[ref] = Entry(prepared.text, prepared.size, sequence, now, prepared.facts, version)
+        if prepared.facts.retention == PAUSED:
+            data.paused[ref] = now
+        else:
+            data.paused.pop(ref, None)
         if prepared.events:
             log = data.events.setdefault(ref, [])
             start = log[-1][0] if log else 0
@@ -189,13 +193,16 @@ class MemoryTaskStore(TaskStore):
         tasks = self._data.tasks.get(prepared.partition, {})
         count = len(tasks) + (0 if previous else 1)
         total = sum(e.size for e in tasks.values()) - (previous.size if previous else 0) + prepared.size
-        candidates = sorted(
-            (e.updated, e.sequence, r) for r, e in tasks.items() if r != ref and e.facts.retention != ACTIVE
-        )
         victims: list[TaskRef] = []
-        for _, _, victim in candidates:
-            if count <= self.limits.max_tasks and total <= self.limits.max_total_bytes:
-                break
+        if count <= self.limits.max_tasks and total <= self.limits.max_total_bytes:
+            return victims
+        # At capacity a save usually needs one victim: a heap finds it without sorting every task.
+        candidates = [
+            (e.updated, e.sequence, r) for r, e in tasks.items() if r != ref and e.facts.retention != ACTIVE
+        ]
+        heapq.heapify(candidates)
+        while candidates and (count > self.limits.max_tasks or total > self.limits.max_total_bytes):
+            victim = heapq.heappop(candidates)[2]
             victims.append(victim)
             count -= 1
             total -= tasks[victim].size
