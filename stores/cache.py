@@ -102,6 +102,7 @@ class CachingStateStore(StateStore):
         self.inner.close()
 
     def _remember(self, scope: str, key: Key, text: str, version: int) -> None:
+        # Characters stand for bytes: the same for the ASCII JSON artifacts are, and cheaper to count.
         if len(text) > self.max_bytes:
             return
         with self._lock:
