@@ -8,15 +8,20 @@ together with a task save (``stores/lua/commit_task.lua``), each run in one slot
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 from stores.base import task_partition
 from stores.changes import Key
 
+_SAFE = "-_.~@+=,;!$*'()"
+_PLAIN = re.compile(r"[A-Za-z0-9\-_.~@+=,;!$*'()]*")  # exactly what quote() below leaves as it is
+
 
 def _escape(part: str) -> str:
-    # Braces would break the hash tag and '/' separates field parts: percent-encode anything unusual.
-    return quote(part, safe="-_.~@+=,;!$*'()")
+    # Braces would break the hash tag and '/' separates field parts: percent-encode anything unusual. Most
+    # parts (uuids, kinds, tenants) are plain, and checking that is several times cheaper than quote().
+    return part if _PLAIN.fullmatch(part) else quote(part, safe=_SAFE)
 
 
 def scope_tag(prefix: str, scope: str) -> str:

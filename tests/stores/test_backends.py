@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from urllib.parse import quote
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stores import (
     MemoryBackend,
@@ -64,6 +67,13 @@ def test_a_scope_keeps_all_its_keys_on_one_hash_tag() -> None:
         assert len(tags) == 1
         assert "{" not in tags.pop()
     assert hash_tag(keys.documents("q", "{a}")) != hash_tag(keys.documents("q", "a"))
+
+
+@given(st.text())
+def test_key_parts_are_escaped_exactly_as_quote_does(part: str) -> None:
+    """The plain-text shortcut in stores.keys never changes a key: keys written before it still match."""
+    assert keys._escape(part) == quote(part, safe=keys._SAFE)
+    assert "/" not in keys._escape(part) and "{" not in keys._escape(part)
 
 
 def test_a_tenants_task_keys_share_its_state_scopes_hash_tag() -> None:
