@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stores import (
+    ChangeSet,
     MemoryBackend,
     RedisBackend,
     StoreUnavailable,
@@ -124,3 +125,26 @@ def test_a_task_stored_before_versions_existed_gets_one_on_first_sight() -> None
     store.save(
         "s", {"id": "old", "status": {"state": "TASK_STATE_COMPLETED"}}, expect_version=current.version
     )
+
+
+def test_each_thread_calls_redis_on_a_connection_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import fakeredis
+
+    import stores.redis as redis_backend
+
+    backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="threads")
+    conn = backend.connection
+    mine = conn.client
+    assert conn.client is mine  # kept for the thread's life
+    theirs: list[object] = []
+    other = threading.Thread(target=lambda: theirs.append(conn.client))
+    other.start()
+    other.join()
+    assert theirs[0] is not mine and mine.connection is not theirs[0].connection  # type: ignore[attr-defined]
+    monkeypatch.setattr(redis_backend, "_fork_generation", redis_backend._fork_generation + 1)
+    assert conn.client is not mine  # a forked child never reuses its parent's connection
+    backend.state_store().commit("s", ChangeSet(expect={("artifact", "a"): 0}, put={("artifact", "a"): {}}))
+    assert backend.state_store().read("s", [("artifact", "a")])[("artifact", "a")].version == 1
+    backend.close()
