@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -127,7 +129,7 @@ def send(data: Any) -> bytes:
 def call(conn: http.client.HTTPConnection, body: bytes) -> dict[str, Any]:
     conn.request("POST", "/a2a/jsonrpc", body, {"Content-Type": "application/json", "A2A-Version": "1.0"})
     response = conn.getresponse()
-    payload = json.loads(response.read())
+    payload = orjson.loads(response.read())  # the load generator shares the cores: keep it light
     if response.status != 200 or "error" in payload:
         raise RuntimeError(f"request failed: {response.status} {payload}")
     return payload
