@@ -3,6 +3,7 @@ number, RFC 3339 timestamps. Every problem is an :class:`InvalidParamsError`."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ MAX_HISTORY_LENGTH = 1000
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
+@functools.lru_cache(maxsize=256)  # field names are a small fixed set, looked up on every request
 def snake(name: str) -> str:
     return _SNAKE.sub("_", name).lower()
 
