@@ -39,7 +39,7 @@ def loads(data: str | bytes, *, strict: bool = False) -> Any:
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     if _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
         try:
-            return orjson.loads(data)
+            return orjson.loads(raw)  # bytes: orjson need not encode a str again
         except orjson.JSONDecodeError:
             pass  # the standard library decides, with its own error
     text = data.decode("utf-8") if isinstance(data, bytes) else data

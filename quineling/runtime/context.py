@@ -88,7 +88,7 @@ class StateView:
         a result computed from them holds only if none of those documents changed meanwhile (see
         ``Runtime.dispatch``).
         """
-        return self._reads <= 1 and not self._unconfirmed
+        return self._reads <= 1 and self.is_confirmed
 
     @property
     def is_confirmed(self) -> bool:

@@ -16,7 +16,7 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_finite
 from quineling.runtime.operations import Operation
 from stores.base import StateStore, TaskWrite
-from stores.changes import ChangeSet
+from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError, QuotaExceeded
 
 DEFAULT_SCOPE = "default"
@@ -98,7 +98,7 @@ class Runtime:
             changes = view.change_set()
             try:
                 if changes.is_empty:
-                    self._observe(scope, view, changes, attach, outcome)
+                    self._observe(scope, view, attach, outcome)
                 else:
                     self.store.commit(scope, changes, task=attach(outcome) if attach else None)
             except ConflictError:
@@ -114,19 +114,13 @@ class Runtime:
         self._record(scope, attach, error)
         raise error
 
-    def _observe(
-        self, scope: str, view: StateView, changes: ChangeSet, attach: Attach | None, outcome: Outcome
-    ) -> None:
+    def _observe(self, scope: str, view: StateView, attach: Attach | None, outcome: Outcome) -> None:
         """Commit what a read-only outcome needs; raises :class:`ConflictError` when it must be recomputed.
 
         Read-only outcomes come from one read, except lineage (its index, then derivations that never change
         once written), so an observation needs no validation of its own — unless something it read came
         from a cache: then its versions are confirmed, in the commit of the write when there is one."""
-        check = ChangeSet() if view.is_confirmed else ChangeSet(expect=changes.expect)
-        if attach is not None:
-            self.store.commit(scope, check, task=attach(outcome))
-        elif check.expect:
-            self.store.commit(scope, check)
+        self._commit_answer(scope, {} if view.is_confirmed else view.change_set().expect, attach, outcome)
 
     def _settle_refusal(
         self, scope: str, view: StateView, attach: Attach | None, error: QuinelingError
@@ -138,19 +132,25 @@ class Runtime:
         mix two states — say an admission retry that read no receipt, then the world its original had just
         advanced, and would answer ``stale-revision`` to a request that succeeded — so it is recomputed.
         """
-        if view.is_snapshot and attach is None:
-            return True
-        check = ChangeSet() if view.is_snapshot else ChangeSet(expect=view.change_set().expect)
         try:
-            self.store.commit(scope, check, task=attach(error) if attach else None)
+            self._commit_answer(scope, {} if view.is_snapshot else view.change_set().expect, attach, error)
         except ConflictError:
             return False
         return True
 
     def _record(self, scope: str, attach: Attach | None, error: QuinelingError) -> None:
         """Commit the write for an outcome that changes no runtime state."""
+        self._commit_answer(scope, {}, attach, error)
+
+    def _commit_answer(
+        self, scope: str, expect: dict[Key, int], attach: Attach | None, answer: Outcome | QuinelingError
+    ) -> None:
+        """Commit an answer that changes no runtime state: the versions it rests on (``expect``, empty when
+        its reads need no confirming) together with its write; no round trip when there is neither."""
         if attach is not None:
-            self.store.commit(scope, ChangeSet(), task=attach(error))
+            self.store.commit(scope, ChangeSet(expect=expect), task=attach(answer))
+        elif expect:
+            self.store.commit(scope, ChangeSet(expect=expect))
 
     def _resolve(self, request: Any) -> Operation:
         if not isinstance(request, Mapping):
