@@ -44,7 +44,7 @@ WARMUP_SECONDS = 1.0
 def dispatch_bench(store_url: str, seconds: float) -> dict[str, Any]:
     from quineling.runtime.context import Env, RuntimeLimits
     from quineling.runtime.runtime import Runtime
-    from stores.base import backend_from_url
+    from stores import backend_from_url
 
     backend = backend_from_url(store_url)
     limits = RuntimeLimits(max_artifacts=1_000_000, max_artifact_bytes=1 << 40, max_records=1_000_000)

@@ -1,6 +1,6 @@
 """``create_app``: the composition root. Settings → stores → runtime → service → bindings.
 
-The only module that picks a storage backend (``stores.base.backend_from_url``); everything the bindings need
+The only module that picks a storage backend (``stores.backend_from_url``); everything the bindings need
 lives in ``app.extensions["quineling"]``.
 """
 
@@ -10,15 +10,24 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 from flask_smorest import Api
+from werkzeug.exceptions import HTTPException
 
 from quineling.a2a import discovery, jsonrpc, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
-from quineling.a2a.service import A2AService, StreamSettings
+from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
+from quineling.a2a.executor import Dispatcher
+from quineling.a2a.service import A2AService
+from quineling.a2a.subscription import StreamSettings
+from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, load_settings
-from stores.base import Backend, StateStore, TaskLimits, TaskStore, backend_from_url
+from quineling.runtime.context import RuntimeLimits
+from quineling.runtime.library import CACHEABLE_KINDS
+from quineling.runtime.runtime import Runtime
+from stores import backend_from_url
+from stores.base import Backend, StateStore, TaskLimits, TaskStore
 from stores.cache import CachingStateStore
 
 log = logging.getLogger(__name__)
@@ -27,7 +36,7 @@ log = logging.getLogger(__name__)
 def create_app(
     base_url: str | None = None,
     legacy_compat: bool | None = None,
-    runtime: Any = None,
+    runtime: Dispatcher | None = None,
     task_store: TaskStore | None = None,
     request_limit_bytes: int | None = None,
     config: Mapping[str, Any] | None = None,
@@ -36,11 +45,11 @@ def create_app(
 
     Arguments left as ``None`` come from ``config``, then ``QUINELING_*`` variables, then defaults
     (``legacy_compat`` on, ``request_limit_bytes`` 2 MiB, ``base_url`` ``http://127.0.0.1:8049``).
-    ``runtime`` needs ``dispatch(request) -> {operation, result}``; ``task_store`` is a
-    :class:`stores.base.TaskStore`. A :class:`~quineling.runtime.runtime.Runtime` over the task store's backend
-    (what this builds when both are left out) commits each SendMessage's task in its own commit; any other
-    runtime is dispatched first and its task saved after (docs/decisions-a2a.md, "One atomic commit per
-    request").
+    ``runtime`` and ``task_store`` come together or not at all: by default a
+    :class:`~quineling.runtime.runtime.Runtime` and a task store over the configured backend. A given runtime
+    must honour :class:`~quineling.a2a.executor.Dispatcher` — commit each SendMessage's task in its own
+    commit — so its state must be where the task store is (docs/decisions-a2a.md, "One atomic commit per
+    request"); a runtime whose ``store`` is elsewhere is refused here.
     """
     overrides = dict(config or {})
     for name, value in (
@@ -53,14 +62,15 @@ def create_app(
     settings = load_settings(overrides)
 
     backend: Backend | None = None
+    if (runtime is None) != (task_store is None):
+        raise ValueError("create_app takes a runtime and a task store together, or neither")
     if runtime is None or task_store is None:
         backend = backend_from_url(settings.store_url, prefix=settings.store_prefix)
-    if task_store is None:
-        assert backend is not None
-        task_store = backend.task_store(_task_limits(settings))
-    if runtime is None:
-        assert backend is not None
+        task_store = backend.task_store(_task_limits(settings), describe=describe_task)
         runtime = _runtime(settings, backend)
+    state_store = getattr(runtime, "store", None)
+    if isinstance(state_store, StateStore) and not task_store.joins(state_store):
+        raise ValueError("the runtime's state store and the task store must be on one backend")
 
     card = build_card(settings.advertised_url, legacy_compat=settings.legacy_compat)
     service = A2AService(
@@ -75,7 +85,7 @@ def create_app(
         API_TITLE="Quineling A2A HTTP+JSON",
         API_VERSION="1.0",
         OPENAPI_VERSION="3.0.3",
-        OPENAPI_URL_PREFIX=rest.PREFIX,
+        OPENAPI_URL_PREFIX=REST_PREFIX,
         OPENAPI_JSON_PATH="openapi.json",
     )
     app.extensions[EXTENSION_NAME] = A2AState(
@@ -92,9 +102,23 @@ def create_app(
     app.register_blueprint(jsonrpc.blueprint)
     api = Api(app)
     api.register_blueprint(rest.blp)
-    rest.register_error_handlers(app)  # after Api(): replaces smorest's HTTPException handler
+    _register_routing_errors(app)  # after Api(): replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
     return app
+
+
+def _register_routing_errors(app: Flask) -> None:
+    """Routing errors (404, 405) happen outside the blueprints: answer them in the shape of the binding whose
+    path was asked for, and as werkzeug does elsewhere."""
+
+    def handle(exc: HTTPException) -> Response | HTTPException:
+        if under(request.path, REST_PREFIX):
+            return rest.routing_error(exc)
+        if under(request.path, JSONRPC_PATH):
+            return jsonrpc.routing_error(exc)
+        return exc
+
+    app.register_error_handler(HTTPException, handle)
 
 
 def _task_limits(settings: Settings) -> TaskLimits:
@@ -106,11 +130,7 @@ def _task_limits(settings: Settings) -> TaskLimits:
     )
 
 
-def _runtime(settings: Settings, backend: Backend) -> Any:
-    from quineling.runtime.context import RuntimeLimits
-    from quineling.runtime.library import CACHEABLE_KINDS
-    from quineling.runtime.runtime import Runtime
-
+def _runtime(settings: Settings, backend: Backend) -> Runtime:
     limits = RuntimeLimits(max_artifacts=settings.max_artifacts, max_records=settings.max_records)
     store: StateStore = backend.state_store()
     if settings.read_cache_entries and not backend.local:
@@ -120,16 +140,17 @@ def _runtime(settings: Settings, backend: Backend) -> Any:
 
 
 def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None) -> None:
-    @app.get("/healthz")
+    @app.get(HEALTH_PATH)
     def healthz() -> Response:
         return jsonify(status="ok")
 
-    @app.get("/readyz")
+    @app.get(READY_PATH)
     def readyz() -> tuple[Response, int]:
         try:
             if backend is not None:
-                backend.state_store().counters("health", ["ping"])  # one cheap round trip
-            task_store.last_event_id("health", "ping")
+                backend.ping()
+            else:  # injected stores: a cheap read of the task store stands in for a ping
+                task_store.last_event_id("health", "ping")
         except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
             log.warning("readiness check failed: %s", exc)
             return jsonify(status="unavailable", error=type(exc).__name__), 503

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from stores.base import (
     JSON,
-    PAUSED_STATES,
-    TERMINAL_STATES,
     Backend,
+    Lifecycle,
     StateStore,
+    TaskDescriber,
     TaskEvent,
+    TaskFacts,
     TaskLimits,
     TaskPage,
     TaskQuery,
     TaskStore,
     TaskWrite,
     Versioned,
-    backend_from_url,
-    store_from_url,
     task_partition,
 )
 from stores.changes import ChangeSet, Key, Quota
@@ -33,15 +34,31 @@ from stores.errors import (
 from stores.memory import MemoryBackend
 from stores.redis import RedisBackend
 
+BACKENDS: dict[str, type[Backend]] = {
+    scheme: backend for backend in (MemoryBackend, RedisBackend) for scheme in backend.scheme
+}
+
+
+def backend_from_url(url: str, **options: Any) -> Backend:
+    """Pick a backend by URL scheme: ``memory://``, ``redis://host:port/db``, ``rediss://…``, ``unix://…``."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    try:
+        backend_cls = BACKENDS[scheme]
+    except KeyError:
+        known = ", ".join(sorted(BACKENDS))
+        raise ValueError(f"unsupported store URL {url!r}: scheme must be one of {known}") from None
+    return backend_cls(url, **options)
+
+
 __all__ = [
+    "BACKENDS",
     "JSON",
-    "PAUSED_STATES",
-    "TERMINAL_STATES",
     "Backend",
     "ChangeSet",
     "ConflictError",
     "InvalidCursor",
     "Key",
+    "Lifecycle",
     "MemoryBackend",
     "Quota",
     "QuotaExceeded",
@@ -50,7 +67,9 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TaskConflict",
+    "TaskDescriber",
     "TaskEvent",
+    "TaskFacts",
     "TaskLimits",
     "TaskPage",
     "TaskQuery",
@@ -60,6 +79,5 @@ __all__ = [
     "TaskWrite",
     "Versioned",
     "backend_from_url",
-    "store_from_url",
     "task_partition",
 ]

@@ -6,10 +6,12 @@ Two stores live behind one URL (``memory://`` or ``redis://…``):
   need, compute a :class:`~stores.changes.ChangeSet`, and commit it atomically with optimistic concurrency:
   the commit succeeds only if every document it read still has the version it was read at, and every quota
   stays within its limit. Capacity is therefore decided inside the atomic step, never by a racy pre-check.
-* :class:`TaskStore` holds A2A tasks per scope with bounded capacity, eviction of terminal/paused tasks,
-  lazy expiry of paused tasks, a per-task event log for streaming, and newest-first listing with an opaque
-  signed cursor. Every stored task carries a version, so a read-modify-write of a task can be made
-  conditional (optimistic concurrency, as for documents) without an extra round trip.
+* :class:`TaskStore` holds tasks per scope with bounded capacity, eviction of terminal/paused tasks, lazy
+  expiry of paused tasks, a per-task event log for streaming, and newest-first listing with an opaque signed
+  cursor. Every stored task carries a version, so a read-modify-write of a task can be made conditional
+  (optimistic concurrency, as for documents) without an extra round trip. A task body is opaque to the store:
+  what it files a task by (:class:`TaskFacts`: its lifecycle, status label, status time, context) comes from a
+  :data:`TaskDescriber` the caller supplies, so no backend reads a protocol's wire format.
 
 **One atomic commit per request.** A task scope is ``"tenant/user"``; its *partition* is the tenant
 (:func:`task_partition`). Task capacity, eviction, versions, admission sequences and the listing index are kept
@@ -28,6 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from stores.changes import ChangeSet, Key
@@ -64,6 +67,12 @@ class StateStore(ABC):
         """The store that holds the documents: this one, or the one a wrapper (a read cache) stands for."""
         return self
 
+    @property
+    def location(self) -> object:
+        """Where the documents live (one backend instance and key namespace); stores at one location can
+        commit together. ``None``: nowhere shared."""
+        return None
+
     @abstractmethod
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
         """Read several documents in one round trip. Absent keys come back as ``Versioned(None, 0)``."""
@@ -72,7 +81,6 @@ class StateStore(ABC):
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """Current values of quota counters (0 when never touched). For reporting, not for decisions."""
 
-    @abstractmethod
     def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
         """Apply ``changes`` atomically, all or nothing; with ``task``, save that task in the same step.
 
@@ -86,7 +94,25 @@ class StateStore(ABC):
         (:class:`~stores.errors.TaskConflict`) and capacity (:class:`~stores.errors.TaskStoreFull`), so on
         any of these errors neither the documents nor the task store changed (paused tasks past their TTL
         may still be dropped, as by any task store call). An empty change set with a task is a plain save.
+        A task store at another location raises :class:`ValueError`.
         """
+        if task is None:
+            if not changes.expect and changes.is_empty:
+                return None  # nothing to check, nothing to write
+            self._commit_changes(scope, changes)
+            return None
+        if not task.store.joins(self):
+            raise ValueError(
+                "a task written with a commit must be on the same backend (and prefix) as the state store"
+            )
+        if task_partition(task.scope) != scope:
+            raise ValueError(f"task scope {task.scope!r} is not in the partition {scope!r}")
+        return task.store.save_with_changes(scope, changes, task)
+
+    def _commit_changes(self, scope: str, changes: ChangeSet) -> None:
+        """Apply a change set that has something to check or write, atomically (see :meth:`commit`). Every
+        backend implements this; a wrapper (a read cache, a test double) overrides :meth:`commit` instead."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _commit_changes or commit")
 
     def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
         """Release connections."""
@@ -109,11 +135,35 @@ class TaskLimits:
             raise ValueError(f"task limit paused_ttl_seconds must be positive, got {ttl!r}")
 
 
-# Task states as the 1.0 wire spells them; the store classifies tasks by them.
-TERMINAL_STATES = frozenset(
-    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-)
-PAUSED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+class Lifecycle(StrEnum):
+    """Where a task stands, as far as storage cares: whether it may be evicted, and whether it expires."""
+
+    ACTIVE = "active"  # still being worked on: never evicted
+    PAUSED = "paused"  # waiting for its caller: evictable, and dropped after the paused-task TTL
+    TERMINAL = "terminal"  # finished: evictable
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFacts:
+    """What a task store files a task by. The body itself stays opaque; the caller's describer reads it.
+
+    ``state`` is an opaque label that :attr:`TaskQuery.status` matches exactly; ``status_time`` is an RFC 3339
+    UTC timestamp (newest first in listings, ``TaskQuery.status_after``); ``context_id`` is what
+    :attr:`TaskQuery.context_id` matches."""
+
+    task_id: str
+    lifecycle: Lifecycle
+    state: str | None = None
+    status_time: str | None = None
+    context_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.task_id, str) or not self.task_id:
+            raise ValueError("a task needs a non-empty string id")
+
+
+# Reads a task body for its facts; raises ValueError for a body that is not a task.
+TaskDescriber = Callable[[JSON], TaskFacts]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +178,6 @@ class TaskWrite:
     task: JSON
     events: tuple[JSON, ...] = ()
     expect_version: int | None = None
-
-    def save(self) -> int:
-        """Save on its own (no change set): for callers whose state lives elsewhere."""
-        return self.store.save(self.scope, self.task, self.events, expect_version=self.expect_version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +224,18 @@ class TaskStore(ABC):
     """
 
     limits: TaskLimits
+    describe: TaskDescriber
+
+    @property
+    def location(self) -> object:
+        """Where the tasks live; a state store at the same location commits this store's saves."""
+        return None
+
+    def joins(self, state: StateStore) -> bool:
+        """Whether ``state`` can commit this store's saves with its change sets (``TaskWrite``): both stores
+        are at one location (seen through any wrapper, such as a read cache: ``state.origin``)."""
+        location = self.location
+        return location is not None and location == state.origin.location
 
     def load(self, scope: str, task_id: str) -> JSON | None:
         """The task, or ``None`` if unknown, evicted or expired. Does not extend the task's life."""
@@ -210,10 +268,11 @@ class TaskStore(ABC):
         past their TTL may be dropped by any call, including one that fails.
         """
 
-    def joins(self, state: StateStore) -> bool:
-        """Whether ``state`` can commit this store's saves with its change sets (``TaskWrite``): true when
-        both are stores of one backend instance (seen through any wrapper: ``state.origin``)."""
-        return False
+    @abstractmethod
+    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+        """Commit ``changes`` in state scope ``scope`` and save ``write`` in one atomic step. Only
+        :meth:`StateStore.commit` calls this, for a write whose store joins the state store and whose scope
+        is in partition ``scope``; it documents the errors."""
 
     @abstractmethod
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
@@ -239,35 +298,31 @@ class TaskStore(ABC):
 class Backend(ABC):
     """A storage backend: one URL scheme, one connection, both stores."""
 
-    scheme: ClassVar[tuple[str, ...]] = ()
-    registry: ClassVar[dict[str, type[Backend]]] = {}
+    scheme: ClassVar[tuple[str, ...]] = ()  # the URL schemes it serves (see ``stores.backend_from_url``)
     local: ClassVar[bool] = False  # in-process: a read costs no round trip (nothing to gain from a cache)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for scheme in cls.scheme:
-            Backend.registry[scheme] = cls
 
     @abstractmethod
     def state_store(self) -> StateStore: ...
 
     @abstractmethod
     def task_store(
-        self, limits: TaskLimits | None = None, *, clock: Callable[[], float] | None = None
+        self,
+        limits: TaskLimits | None = None,
+        *,
+        describe: TaskDescriber,
+        clock: Callable[[], float] | None = None,
     ) -> TaskStore:
         """A task store over this backend's tasks (every call sees the same tasks).
 
-        ``clock`` returns seconds since the epoch (default :func:`time.time`); it stamps last updates and
-        decides paused-task expiry, so tests can inject one.
+        ``describe`` reads a task body for the facts the store files it by. ``clock`` returns seconds since
+        the epoch (default :func:`time.time`); it stamps last updates and decides paused-task expiry, so
+        tests can inject one.
         """
 
-    def commit_with_task(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
-        """Commit ``changes`` and save ``write`` in one atomic step; returns the task's new version.
-
-        The same as ``state_store().commit(scope, changes, task=write)``, which documents the errors."""
-        version = self.state_store().commit(scope, changes, task=write)
-        assert version is not None
-        return version
+    @abstractmethod
+    def ping(self) -> None:
+        """One cheap round trip to the storage server; raises :class:`~stores.errors.StoreError` when it
+        cannot be reached (what a readiness probe asks)."""
 
     def round_trips(self) -> int:
         """How many server round trips this backend has made (0 for in-process backends)."""
@@ -277,40 +332,21 @@ class Backend(ABC):
         """Release connections."""
 
 
-def backend_from_url(url: str, **options: Any) -> Backend:
-    """Pick a backend by URL scheme: ``memory://``, ``redis://host:port/db``, ``rediss://…``, ``unix://…``."""
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    # Importing the modules registers their schemes; drivers stay lazy inside them.
-    import stores.memory  # noqa: F401
-    import stores.redis  # noqa: F401
-
-    try:
-        backend_cls = Backend.registry[scheme]
-    except KeyError:
-        known = ", ".join(sorted(Backend.registry))
-        raise ValueError(f"unsupported store URL {url!r}: scheme must be one of {known}") from None
-    return backend_cls(url, **options)
-
-
-store_from_url = backend_from_url  # the name the style guide uses
-
-
 __all__ = [
     "JSON",
-    "PAUSED_STATES",
-    "TERMINAL_STATES",
     "Backend",
     "ChangeSet",
     "Key",
+    "Lifecycle",
     "StateStore",
+    "TaskDescriber",
     "TaskEvent",
+    "TaskFacts",
     "TaskLimits",
     "TaskPage",
     "TaskQuery",
     "TaskStore",
     "TaskWrite",
     "Versioned",
-    "backend_from_url",
-    "store_from_url",
     "task_partition",
 ]

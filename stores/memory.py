@@ -1,122 +1,16 @@
-"""The in-process backend (``memory://``): dicts under one lock, for a single process.
-
-Values are stored as JSON text and decoded on every read, so no caller can mutate stored state by reference.
-One :class:`threading.RLock` guards everything (gunicorn's gthread workers are threads); a
-:class:`threading.Condition` on that lock wakes event-log readers.
-"""
+"""The in-process backend (``memory://``): both stores in this process's memory, for a single process."""
 
 from __future__ import annotations
 
 import secrets
-import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from stores.base import Backend, StateStore, TaskLimits, TaskStore, TaskWrite, Versioned
-from stores.changes import ChangeSet, Key, Quota, merge_quotas
-from stores.errors import ConflictError, QuotaExceeded
+from stores.base import Backend, TaskDescriber, TaskLimits, TaskStore
 from stores.listing import CursorSigner
-from stores.records import decode, encode
-
-
-class MemoryData:
-    """Everything one memory backend holds; shared by its state store and every task store it hands out."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
-        self.documents: dict[str, dict[Key, str]] = {}
-        self.versions: dict[str, dict[Key, int]] = {}
-        self.counters: dict[str, dict[str, int]] = {}
-        # partition (tenant) → (scope, id) → memory_tasks.Entry: capacity and eviction are per partition
-        self.tasks: dict[str, dict[tuple[str, str], Any]] = {}
-        self.events: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        self.next_sequence: dict[str, int] = {}  # per partition, like the Redis backend's stats hash
-        self.next_task_version: dict[str, int] = {}  # per partition: a task version is never reused
-        self.paused: dict[tuple[str, str], float] = {}  # (scope, id) → last update, of every paused task
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedChanges:
-    """A change set encoded outside the lock (a value that is not JSON fails without touching anything)."""
-
-    scope: str
-    changes: ChangeSet
-    puts: dict[Key, str]
-    quotas: list[Quota]
-
-
-def prepare_changes(scope: str, changes: ChangeSet) -> PreparedChanges:
-    puts = {key: encode(value) for key, value in changes.put.items()}
-    return PreparedChanges(scope, changes, puts, merge_quotas(changes.quotas))
-
-
-def check_changes(data: MemoryData, prepared: PreparedChanges) -> None:
-    """Raise what the commit would refuse (versions first, then quotas); writes nothing. Under the lock."""
-    versions = data.versions.get(prepared.scope, {})
-    counters = data.counters.get(prepared.scope, {})
-    for key, expected in prepared.changes.expect.items():
-        if versions.get(key, 0) != expected:
-            raise ConflictError(f"{key[0]}/{key[1]} changed since it was read")
-    for quota in prepared.quotas:
-        if quota.delta > 0 and counters.get(quota.name, 0) + quota.delta > quota.limit:
-            raise QuotaExceeded(quota.name, quota.limit)
-
-
-def apply_changes(data: MemoryData, prepared: PreparedChanges) -> None:
-    """Write a checked change set. Under the lock, right after :func:`check_changes`."""
-    docs = data.documents.setdefault(prepared.scope, {})
-    versions = data.versions.setdefault(prepared.scope, {})
-    counters = data.counters.setdefault(prepared.scope, {})
-    for key, text in prepared.puts.items():
-        docs[key] = text
-        versions[key] = versions.get(key, 0) + 1
-    for key in prepared.changes.delete:
-        if key not in prepared.puts:
-            docs.pop(key, None)
-            versions.pop(key, None)
-    for quota in prepared.quotas:
-        counters[quota.name] = max(0, counters.get(quota.name, 0) + quota.delta)
-
-
-class MemoryStateStore(StateStore):
-    def __init__(self, data: MemoryData) -> None:
-        self._data = data
-
-    @property
-    def data(self) -> MemoryData:
-        return self._data
-
-    def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
-        with self._data.lock:
-            docs = self._data.documents.get(scope, {})
-            versions = self._data.versions.get(scope, {})
-            result: dict[Key, Versioned] = {}
-            for key in keys:
-                text = docs.get(key)
-                result[key] = Versioned(None if text is None else decode(text), versions.get(key, 0))
-            return result
-
-    def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
-        with self._data.lock:
-            counters = self._data.counters.get(scope, {})
-            return {name: counters.get(name, 0) for name in names}
-
-    def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
-        if task is not None:
-            from stores.memory_tasks import MemoryTaskStore
-
-            if not isinstance(task.store, MemoryTaskStore) or not task.store.joins(self):
-                raise ValueError("a task written with a commit must belong to the same memory backend")
-            return task.store.save_with_changes(prepare_changes(scope, changes), task)
-        if not changes.expect and changes.is_empty:
-            return None  # nothing to check, nothing to write
-        prepared = prepare_changes(scope, changes)
-        with self._data.lock:
-            check_changes(self._data, prepared)
-            apply_changes(self._data, prepared)
-        return None
+from stores.memory_data import MemoryData
+from stores.memory_state import MemoryStateStore
+from stores.memory_tasks import MemoryTaskStore
 
 
 class MemoryBackend(Backend):
@@ -135,8 +29,13 @@ class MemoryBackend(Backend):
         return self._state
 
     def task_store(
-        self, limits: TaskLimits | None = None, *, clock: Callable[[], float] | None = None
+        self,
+        limits: TaskLimits | None = None,
+        *,
+        describe: TaskDescriber,
+        clock: Callable[[], float] | None = None,
     ) -> TaskStore:
-        from stores.memory_tasks import MemoryTaskStore
+        return MemoryTaskStore(self._data, limits or TaskLimits(), describe, clock, self._signer)
 
-        return MemoryTaskStore(self._data, limits or TaskLimits(), clock, self._signer)
+    def ping(self) -> None:
+        """Nothing to reach: the data is in this process."""

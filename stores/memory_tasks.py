@@ -1,7 +1,7 @@
 """The memory backend's task store: bounded per partition (tenant), with eviction, lazy paused-task expiry and
 an event log. A save is split into a check (:meth:`MemoryTaskStore._plan`, raises and writes nothing) and an
 apply, so :meth:`MemoryTaskStore.save_with_changes` can check a change set and a task save together under the
-one lock before writing either."""
+one lock before writing either. What a task is filed by comes from the store's describer."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from stores.base import (
     JSON,
-    StateStore,
+    Lifecycle,
+    TaskDescriber,
     TaskEvent,
+    TaskFacts,
     TaskLimits,
     TaskPage,
     TaskQuery,
@@ -22,16 +24,11 @@ from stores.base import (
     Versioned,
     task_partition,
 )
+from stores.changes import ChangeSet
 from stores.errors import TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.memory import (
-    MemoryData,
-    MemoryStateStore,
-    PreparedChanges,
-    apply_changes,
-    check_changes,
-)
-from stores.records import ACTIVE, PAUSED, TaskFacts, decode, encode, expected_version, task_facts
+from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes
+from stores.records import decode, encode, expected_version
 
 TaskRef = tuple[str, str]  # (scope, task id)
 
@@ -72,17 +69,19 @@ class MemoryTaskStore(TaskStore):
         self,
         data: MemoryData,
         limits: TaskLimits,
+        describe: TaskDescriber,
         clock: Callable[[], float] | None,
         signer: CursorSigner,
     ) -> None:
         self._data = data
         self.limits = limits
+        self.describe = describe
         self._clock = clock or time.time
         self._signer = signer
 
-    def joins(self, state: StateStore) -> bool:
-        state = state.origin
-        return isinstance(state, MemoryStateStore) and state.data is self._data
+    @property
+    def location(self) -> object:
+        return self._data
 
     def _expire(self, now: float) -> None:
         """Drop paused tasks whose last update is at least the TTL old (called under the lock). Only the
@@ -115,25 +114,24 @@ class MemoryTaskStore(TaskStore):
             self._expire(now)
             return self._apply(prepared, self._plan(prepared), now)
 
-    def save_with_changes(self, changes: PreparedChanges, write: TaskWrite) -> int:
+    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
         """Check the change set, then the task save, and only then write both (see ``StateStore.commit``)."""
         prepared = self._prepare(write.scope, write.task, write.events, write.expect_version)
-        if prepared.partition != changes.scope:
-            raise ValueError(f"task scope {write.scope!r} is not in the partition {changes.scope!r}")
+        staged = prepare_changes(scope, changes)
         with self._data.lock:
             now = self._clock()
             self._expire(now)
-            check_changes(self._data, changes)
+            check_changes(self._data, staged)
             self._refuse_too_large(prepared)
             plan = self._plan(prepared)
-            apply_changes(self._data, changes)
+            apply_changes(self._data, staged)
             return self._apply(prepared, plan, now)
 
     def _prepare(
         self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
     ) -> PreparedSave:
         expect_version = expected_version(expect_version)
-        facts = task_facts(task)
+        facts = self.describe(task)
         text = encode(task)
         return PreparedSave(
             (scope, facts.task_id),
@@ -174,7 +172,7 @@ class MemoryTaskStore(TaskStore):
         version = data.next_task_version[partition] = data.next_task_version.get(partition, 0) + 1
         tasks = data.tasks.setdefault(partition, {})
         tasks[ref] = Entry(prepared.text, prepared.size, sequence, now, prepared.facts, version)
-        if prepared.facts.retention == PAUSED:
+        if prepared.facts.lifecycle is Lifecycle.PAUSED:
             data.paused[ref] = now
         else:
             data.paused.pop(ref, None)
@@ -198,7 +196,9 @@ class MemoryTaskStore(TaskStore):
             return victims
         # At capacity a save usually needs one victim: a heap finds it without sorting every task.
         candidates = [
-            (e.updated, e.sequence, r) for r, e in tasks.items() if r != ref and e.facts.retention != ACTIVE
+            (e.updated, e.sequence, r)
+            for r, e in tasks.items()
+            if r != ref and e.facts.lifecycle is not Lifecycle.ACTIVE
         ]
         heapq.heapify(candidates)
         while candidates and (count > self.limits.max_tasks or total > self.limits.max_total_bytes):
@@ -216,7 +216,7 @@ class MemoryTaskStore(TaskStore):
             tasks = self._data.tasks.get(task_partition(scope), {})
             mine = {tid: e for (s, tid), e in tasks.items() if s == scope}
             rows = [
-                Row(tid, e.facts.status_timestamp, e.sequence, e.facts.context_id, e.facts.state)
+                Row(tid, e.facts.status_time, e.sequence, e.facts.context_id, e.facts.state)
                 for tid, e in mine.items()
             ]
             plan = select_page(rows, scope, query, self._signer)

@@ -13,13 +13,15 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from stores import keys
 from stores.base import (
     JSON,
-    StateStore,
+    TaskDescriber,
     TaskEvent,
+    TaskFacts,
     TaskLimits,
     TaskPage,
     TaskQuery,
@@ -31,35 +33,52 @@ from stores.base import (
 from stores.changes import ChangeSet
 from stores.errors import StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.records import decode, encode, expected_version, task_facts
-from stores.redis import change_args, raise_state_refusal, state_keys, text
-
-if TYPE_CHECKING:
-    from stores.redis import RedisBackend
+from stores.records import decode, encode, expected_version
+from stores.redis_changes import change_args, raise_state_refusal, state_keys, text
+from stores.redis_connection import Connection
 
 _PRELUDE = "expire_paused"
 
 
+@dataclass(frozen=True, slots=True)
+class EventLogSettings:
+    """How much of each task's event stream Redis keeps: entries, and seconds since the last append."""
+
+    maxlen: int = 1000
+    ttl_seconds: float = 24 * 3600
+
+
+def listing_info(facts: TaskFacts) -> JSON:
+    """What the listing script returns for a task besides its field and sequence."""
+    return {"ts": facts.status_time, "ctx": facts.context_id, "state": facts.state}
+
+
 class RedisTaskStore(TaskStore):
-    def __init__(self, backend: RedisBackend, limits: TaskLimits, clock: Callable[[], float] | None) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        prefix: str,
+        location: object,
+        limits: TaskLimits,
+        describe: TaskDescriber,
+        clock: Callable[[], float] | None,
+        events: EventLogSettings,
+    ) -> None:
         self.limits = limits
-        self._backend = backend
-        self._conn = backend.connection
-        self._prefix = backend.prefix
+        self.describe = describe
+        self._conn = conn
+        self._prefix = prefix
+        self._location = location
+        self._events = events
         self._clock = clock or time.time
         self._load = self._conn.script(_PRELUDE, "task_load")
         self._save = self._conn.script(_PRELUDE, "task_write", "task_save")
         self._commit_task = self._conn.script(_PRELUDE, "task_write", "changes", "commit_task")
         self._list = self._conn.script(_PRELUDE, "task_list")
 
-    def joins(self, state: StateStore) -> bool:
-        from stores.redis import RedisStateStore
-
-        state = state.origin
-        if not isinstance(state, RedisStateStore):
-            return False
-        conn, prefix = state.location
-        return conn is self._conn and prefix == self._prefix
+    @property
+    def location(self) -> object:
+        return self._location
 
     def _keys(self, scope: str) -> list[str]:
         return list(keys.task_keys(self._prefix, task_partition(scope)).values())
@@ -93,8 +112,6 @@ class RedisTaskStore(TaskStore):
 
         No early size refusal here: a state conflict or quota must be reported first (see
         ``StateStore.commit``), and only the script knows those."""
-        if task_partition(write.scope) != scope:
-            raise ValueError(f"task scope {write.scope!r} is not in the partition {scope!r}")
         task_id, expect, args = self._write_args(write.scope, write.task, write.events, write.expect_version)
         stream = keys.task_events(self._prefix, write.scope, task_id)
         script_keys = [*self._keys(write.scope), stream, *state_keys(self._prefix, scope)]
@@ -107,20 +124,20 @@ class RedisTaskStore(TaskStore):
     ) -> tuple[str, int | None, list[str | int | float]]:
         """The task save as ``lua/task_write.lua`` reads it from ARGV (its JSON body is ``args[1]``)."""
         expect = expected_version(expect_version)
-        facts = task_facts(task)
+        facts = self.describe(task)
         now, cutoff = self._times()
         args: list[str | int | float] = [
             keys.task_field(scope, facts.task_id),
             encode(task),
-            encode(facts.info()),
-            facts.retention,
+            encode(listing_info(facts)),
+            facts.lifecycle.value,
             now,
             cutoff,
             self.limits.max_tasks,
             self.limits.max_total_bytes,
             self.limits.max_task_bytes,
-            self._backend.events_maxlen,
-            int(self._backend.events_ttl_seconds * 1000),
+            self._events.maxlen,
+            int(self._events.ttl_seconds * 1000),
             "" if expect is None else str(expect),
             *(encode(event) for event in events),
         ]

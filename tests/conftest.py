@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from stores import Backend, MemoryBackend, RedisBackend, StateStore, TaskLimits, TaskStore
 
 REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
@@ -107,7 +108,7 @@ def state_store(backend: Backend) -> StateStore:
 
 @pytest.fixture
 def task_store(backend: Backend, clock: FakeClock) -> TaskStore:
-    return backend.task_store(TaskLimits(), clock=clock)
+    return backend.task_store(TaskLimits(), clock=clock, describe=describe_task)
 
 
 @pytest.fixture
@@ -115,7 +116,7 @@ def make_task_store(backend: Backend, clock: FakeClock) -> Callable[..., TaskSto
     """A task store of the test's backend with the given limits (and the test's clock)."""
 
     def make(**limits: Any) -> TaskStore:
-        return backend.task_store(TaskLimits(**limits), clock=clock)
+        return backend.task_store(TaskLimits(**limits), clock=clock, describe=describe_task)
 
     return make
 

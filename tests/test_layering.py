@@ -1,5 +1,8 @@
-"""Dependencies point one way: stores know nothing of quineling; the runtime imports no backend, Flask or
-marshmallow; the protocol layer never reaches into a backend. Only app.py and wsgi.py know every layer."""
+"""Dependencies point one way. Layers, lowest first: ``stores`` (knows nothing of quineling), the runtime
+(pure: no backend, Flask or marshmallow), settings, the protocol (never reaches into a backend), then the
+composition root (``quineling.app``), the command line and ``wsgi.py``. A module never imports a higher
+layer, and no package has an import cycle, counting imports inside functions too (an import moved into a
+function to dodge a cycle is still a cycle)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+SOURCES = [
+    *sorted((ROOT / "stores").rglob("*.py")),
+    *sorted((ROOT / "quineling").rglob("*.py")),
+    ROOT / "wsgi.py",
+]
 
 RULES = {
     "stores": ("quineling", "flask", "flask_smorest", "marshmallow"),
@@ -19,19 +27,97 @@ RULES = {
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.
 ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
 
+# Layer of each module by its longest matching name prefix; an import may only point to the same or a lower
+# layer (the same layer only inside one package, which the cycle check covers).
+LAYERS = {
+    "stores": 0,
+    "quineling.runtime": 1,
+    "quineling.config": 2,
+    "quineling.a2a": 3,
+    "quineling.app": 4,
+    "quineling.cli": 5,
+    "quineling": 5,  # the package's public surface re-exports create_app
+    "wsgi": 6,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for path in SOURCES}
+
 
 def imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth of the file, as absolute names; ``from pkg import x``
+    names ``pkg.x`` when that is a module of ours."""
     names: set[str] = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                names.add(candidate if candidate in MODULES else base)
     return names
 
 
 def forbidden(module: str, banned: tuple[str, ...]) -> bool:
     return any(module == b or module.startswith(b + ".") for b in banned)
+
+
+def layer(module: str) -> int | None:
+    matches = [prefix for prefix in LAYERS if module == prefix or module.startswith(prefix + ".")]
+    return LAYERS[max(matches, key=len)] if matches else None
+
+
+def internal_graph() -> dict[str, set[str]]:
+    return {
+        name: {m for m in imports_of(path) if m in MODULES and m != name} for name, path in MODULES.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph[node]):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
 
 
 @pytest.mark.parametrize("package", sorted(RULES))
@@ -45,3 +131,24 @@ def test_package_respects_layering(package: str) -> None:
         if forbidden(module, RULES[package]) and (str(path.relative_to(ROOT)), module) not in ALLOWED
     ]
     assert violations == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(internal_graph()) == []
+
+
+def test_no_import_points_up() -> None:
+    upward = [
+        f"{importer} (layer {layer(importer)}) imports {imported} (layer {layer(imported)})"
+        for importer, imported_modules in internal_graph().items()
+        for imported in imported_modules
+        if (layer(importer) or 0) < (layer(imported) or 0)
+    ]
+    assert upward == []
+
+
+def test_the_checks_can_fail() -> None:
+    """The cycle finder and the layer map see what they must: a two-module cycle, and every module placed."""
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert [name for name in MODULES if layer(name) is None] == []
+    assert layer("quineling.a2a.service") > layer("stores.base")  # type: ignore[operator]

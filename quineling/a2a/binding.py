@@ -1,17 +1,18 @@
-"""What every HTTP binding shares: the app state, the call context, media types, versions, compat loading."""
+"""What every HTTP binding shares: the app state, the call context, media types and the requested version."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from flask import current_app, request
 
-from quineling.a2a import compat_v03
-from quineling.a2a.card import normalize_version, supported_versions
+from quineling.a2a.card import supported_versions
+from quineling.a2a.compat_v03 import V03Compat
+from quineling.a2a.context import CallContext
 from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
-from quineling.a2a.service import A2AService, CallContext
+from quineling.a2a.service import A2AService
+from quineling.a2a.versions import normalize_version
 
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
 EXTENSION_NAME = "quineling"
@@ -30,13 +31,17 @@ class A2AState:
     tenants: frozenset[str] | None = frozenset()  # served besides the default tenant; None = any
     extras: dict[str, Any] = field(default_factory=dict)
 
-    def compat(self) -> ModuleType | None:
+    def compat(self) -> V03Compat | None:
         """The v0.3 compat layer when compat is on."""
-        return compat_v03 if self.legacy_compat else None
+        return _V03 if self.legacy_compat else None
+
+
+_V03 = V03Compat()
 
 
 def state() -> A2AState:
-    return current_app.extensions[EXTENSION_NAME]
+    app_state: A2AState = current_app.extensions[EXTENSION_NAME]
+    return app_state
 
 
 def is_json_media_type(content_type: str | None) -> bool:
@@ -44,7 +49,7 @@ def is_json_media_type(content_type: str | None) -> bool:
 
 
 def requested_version() -> str:
-    """``A2A-Version`` header, else the ``A2A-Version`` query parameter; absent/empty ⇒ ``0.3`` (§9)."""
+    """``A2A-Version`` header, else the ``A2A-Version`` query parameter; absent or empty means ``0.3``."""
     value = request.headers.get("A2A-Version")
     if not value:
         value = request.args.get("A2A-Version")
@@ -74,8 +79,8 @@ def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext
         raise InvalidParamsError("tenant must be a string")
     served = state().tenants
     if tenant and served is not None and tenant not in served:
-        # Clients copy the tenant from an advertised interface (reference §3.3); an unknown one would also
-        # open a fresh task budget per name, since capacity is per tenant.
+        # Clients copy the tenant from an advertised interface; an unknown one would also open a fresh task
+        # budget per name, since capacity is per tenant.
         raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
     headers = ("X-A2A-Extensions", "A2A-Extensions") if legacy else ("A2A-Extensions",)
     return CallContext(

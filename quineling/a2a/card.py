@@ -1,13 +1,14 @@
-"""The Quineling agent card (seed "Discovery and versioning", reference §4) and its version rules (§9)."""
+"""The Quineling agent card: the pure 1.0 card, with its interfaces in the order clients should prefer."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX
+from quineling.a2a.versions import normalize_version
+
 AGENT_VERSION = "0.0.0-experimental"
-JSONRPC_PATH = "/a2a/jsonrpc"
-REST_PATH = "/a2a/rest"
 
 _CREATE = {"operation": "create", "thought": "[2,3,4] | square | sum | report total"}
 _SKILLS = [
@@ -58,7 +59,7 @@ def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
     base = base_url.rstrip("/")
     interfaces = [
         {"url": base + JSONRPC_PATH, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-        {"url": base + REST_PATH, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": base + REST_PREFIX, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
     if legacy_compat:
         interfaces.append(
@@ -79,25 +80,9 @@ def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
     }
 
 
-def normalize_version(value: str | None) -> str:
-    """``Major.Minor`` of a version string; absent or empty means ``0.3`` (spec §3.6, D4)."""
-    text = (value or "").strip()
-    if not text:
-        return "0.3"
-    parts = text.split(".")
-    if len(parts) == 1:
-        parts.append("0")
-    return ".".join(p.strip() for p in parts[:2])
-
-
 def supported_versions(card: dict[str, Any], binding: str) -> frozenset[str]:
     return frozenset(
         normalize_version(i.get("protocolVersion"))
         for i in card.get("supportedInterfaces", [])
         if i.get("protocolBinding") == binding
     )
-
-
-def is_legacy_request(version: str | None) -> bool:
-    """Header absent/empty or a 0.x version (the superset card is for these)."""
-    return normalize_version(version).split(".")[0] == "0"

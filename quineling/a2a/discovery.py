@@ -1,4 +1,5 @@
-"""``GET /.well-known/agent-card.json`` with caching headers and the v0.3 superset card (D7, §4, §9)."""
+"""``GET /.well-known/agent-card.json`` with caching headers; header-less and 0.x discovery gets the v0.3
+superset card (docs/decisions-a2a.md, "Discovery")."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import hashlib
 from flask import Blueprint, Response, request
 
 from quineling.a2a.binding import state
-from quineling.a2a.card import is_legacy_request
+from quineling.a2a.endpoints import CARD_PATH
 from quineling.a2a.sse import compact
+from quineling.a2a.versions import is_legacy_request
 
 blueprint = Blueprint("a2a_discovery", __name__)
-CARD_PATH = "/.well-known/agent-card.json"
 
 
 @blueprint.get(CARD_PATH)
@@ -25,7 +26,7 @@ def agent_card() -> Response:
         and app_state.card_superset
         and is_legacy_request(request.headers.get("A2A-Version"))
     ):
-        card = compat.card_to_v03(card, superset=True)
+        card = compat.card(card, superset=True)
     body = compact(card)
     etag = hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
     response = Response(body, mimetype="application/json")

@@ -1,28 +1,48 @@
-"""A2A protocol errors. Each class carries its own wire codes; every lookup table is derived from them."""
+"""A2A protocol errors. Each class carries its own wire codes; every lookup table is derived from them.
+
+Also the one place that turns any other failure into a protocol error (:func:`as_a2a_error`): a store
+failure, a routing error of the HTTP layer, or an unexpected exception (logged, answered as internal).
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
+
+from werkzeug.exceptions import HTTPException
+
+from stores.errors import StoreError, StoreUnavailable, TaskStoreFull, TaskTooLarge
+
+log = logging.getLogger(__name__)
 
 ERROR_DOMAIN = "a2a-protocol.org"
 ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
 class A2AError(Exception):
-    """Root of the protocol errors. Subclasses set the class attributes below (reference §6, v1.0.1 table)."""
+    """Root of the protocol errors. Subclasses set the class attributes below (the A2A 1.0.1 error table;
+    docs/decisions-a2a.md, "Errors"). ``http_status`` given to one error overrides the class's for it alone
+    (a REST routing or media-type failure), as ``status_code``."""
 
     code: ClassVar[int] = -32603
     http_status: ClassVar[int] = 500
     status: ClassVar[str] = "INTERNAL"
     reason: ClassVar[str] = "INTERNAL_ERROR"
     default_message: ClassVar[str] = "Internal error"
-    # Only the nine A2A errors carry an ErrorInfo in JSON-RPC ``error.data`` (D8); JSON-RPC standard errors
-    # keep their plain shape there, but REST bodies always carry one.
+    # Only the nine A2A errors carry an ErrorInfo in JSON-RPC ``error.data``; JSON-RPC standard errors keep
+    # their plain shape there, but REST bodies always carry one (docs/decisions-a2a.md, "Errors").
     a2a: ClassVar[bool] = False
 
-    def __init__(self, message: str | None = None, *, metadata: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        metadata: dict[str, str] | None = None,
+        http_status: int | None = None,
+    ) -> None:
         self.message = message or self.default_message
         self.metadata = {k: str(v) for k, v in (metadata or {}).items()}
+        self.status_code = http_status or type(self).http_status
         super().__init__(self.message)
 
     def error_info(self) -> dict[str, Any]:
@@ -38,11 +58,11 @@ class A2AError(Exception):
             error["data"] = [self.error_info()]
         return error
 
-    def to_rest(self, http_status: int | None = None) -> dict[str, Any]:
+    def to_rest(self) -> dict[str, Any]:
         """The REST body, ``google.rpc.Status`` as JSON; ``error.code`` equals the HTTP status."""
         return {
             "error": {
-                "code": http_status or self.http_status,
+                "code": self.status_code,
                 "status": self.status,
                 "message": self.message,
                 "details": [self.error_info()],
@@ -145,3 +165,42 @@ ALL_ERRORS: tuple[type[A2AError], ...] = tuple(_concrete(A2AError))
 ERRORS_BY_CODE: dict[int, type[A2AError]] = {cls.code: cls for cls in ALL_ERRORS}
 # Reasons are unique among the A2A errors only (the standard ones share INVALID_REQUEST etc.).
 ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ALL_ERRORS if cls.a2a}
+
+
+# --- everything else, as a protocol error ------------------------------------------------------------------
+
+
+def store_failure(exc: StoreError) -> InternalError:
+    """A store failure as the client sees it. Every request commits once, atomically, so a failed one
+    committed nothing and can be sent again."""
+    if isinstance(exc, TaskTooLarge):
+        return InternalError("Task storage refused the task: it exceeds the per-task size limit")
+    if isinstance(exc, TaskStoreFull):
+        return InternalError("Task storage is full: no terminal or paused task can be evicted; retry later")
+    if isinstance(exc, StoreUnavailable):
+        # An outage hits every request: one line each, not a traceback each.
+        log.warning("store unavailable: %s", exc)
+        return InternalError("Storage is unavailable; retry later")
+    log.error("store failure", exc_info=exc)
+    return InternalError("Storage failed; retry later")
+
+
+def from_http_exception(exc: HTTPException) -> A2AError:
+    """A werkzeug routing or request error (404, 405, 413, …) as the A2A error of the same HTTP status."""
+    code = exc.code or 500
+    error_cls: type[A2AError] = {404: MethodNotFoundError, 400: InvalidParamsError}.get(
+        code, InternalError if code >= 500 else InvalidRequestError
+    )
+    return error_cls(exc.description if code != 400 else None, http_status=code)
+
+
+def as_a2a_error(exc: BaseException) -> A2AError:
+    """Any failure as the protocol error to answer; an unexpected one is logged with its traceback."""
+    if isinstance(exc, A2AError):
+        return exc
+    if isinstance(exc, StoreError):
+        return store_failure(exc)
+    if isinstance(exc, HTTPException):
+        return from_http_exception(exc)
+    log.error("unexpected error", exc_info=exc)
+    return InternalError()

@@ -18,9 +18,6 @@ Everything here is pure over its inputs; the service does the loading and the si
 prepares a :class:`Pending` execution (the task up to WORKING, and the runtime request it carries); its
 ``finish(outcome or error)`` builds the finished task, as often as asked, so the service can hand it to
 ``Runtime.dispatch(…, attach=…)`` and have the task saved in the runtime's own commit (one atomic step).
-With a runtime that cannot do that, the service dispatches first and saves after; when that save loses a race
-with another request on the same task, the service may apply the message again to the fresh task through a
-:class:`DispatchOnce`, so the runtime is never dispatched twice for one message.
 
 Tasks are updated copy-on-write: every change assigns a new ``status``, ``history`` or ``artifacts`` container
 instead of mutating one in place. Snapshots (the stream's opening ``task``, the logged events) are therefore
@@ -29,7 +26,6 @@ shallow copies, which keeps a large result artifact from being deep-copied sever
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,38 +33,22 @@ from typing import Any, Protocol
 from quineling.a2a import wire
 from quineling.a2a.model import RESULT_ARTIFACT_ID, agent_message
 from quineling.runtime.errors import QuinelingError
+from stores.base import TaskWrite
 
 JSON = dict[str, Any]
 REJECTING_STATUSES = frozenset({"unsupported", "inconsistent"})
 
-
-class Dispatcher(Protocol):
-    def dispatch(self, request: Any) -> JSON: ...
-
-
 Outcome = JSON | QuinelingError  # what a dispatch ends with: {operation, result}, or the runtime's error
 
 
-class DispatchOnce:
-    """Dispatches to ``runtime`` on the first call only; later calls replay that outcome (the result, or the
-    same :class:`QuinelingError`). Any other exception is not remembered: nothing was recorded for it."""
+class Dispatcher(Protocol):
+    """What ``Runtime.dispatch`` offers, and the one contract the service relies on: run ``request`` in
+    ``scope`` and commit ``attach(outcome)`` — the task write — in the same atomic step as the outcome's
+    effects, calling ``attach`` again for every recomputed outcome. Raises the runtime's
+    :class:`QuinelingError` (its write committed too), or a store error about the write itself
+    (:class:`~stores.errors.TaskConflict`: then nothing was committed)."""
 
-    def __init__(self, runtime: Dispatcher) -> None:
-        self._runtime = runtime
-        self._outcome: JSON | None = None
-        self._error: QuinelingError | None = None
-        self.dispatched = False
-
-    def dispatch(self, request: Any) -> JSON:
-        if not self.dispatched:
-            try:
-                self._outcome = self._runtime.dispatch(request)
-            except QuinelingError as exc:
-                self._error = exc
-            self.dispatched = True
-        if self._error is not None:
-            raise self._error
-        return copy.deepcopy(self._outcome)  # type: ignore[arg-type]
+    def dispatch(self, request: Any, *, scope: str, attach: Callable[[Outcome], TaskWrite]) -> JSON: ...
 
 
 @dataclass(slots=True)
@@ -140,30 +120,12 @@ def _status_event(task: JSON) -> JSON:
 
 
 class QuinelingExecutor:
-    def __init__(self, runtime: Dispatcher, clock: Callable[[], str] = wire.now_rfc3339) -> None:
-        self.runtime = runtime
+    """Builds task states from messages and outcomes; pure over its inputs and the clock."""
+
+    def __init__(self, clock: Callable[[], str] = wire.now_rfc3339) -> None:
         self.clock = clock
 
     # -- entry points ---------------------------------------------------------------------------------
-
-    def start(self, task_id: str, context_id: str, message: JSON) -> Execution:
-        """A new task for ``message``, dispatched to the executor's runtime; built in memory only."""
-        return self.settle(self.prepare_start(task_id, context_id, message))
-
-    def resume(self, task: JSON, message: JSON, runtime: Dispatcher | None = None) -> Execution:
-        """A follow-up message on a non-terminal task, dispatched to ``runtime`` (default: the executor's)."""
-        return self.settle(self.prepare_resume(task, message), runtime)
-
-    def settle(self, pending: Pending, runtime: Dispatcher | None = None) -> Execution:
-        """Dispatch ``pending`` (plainly, committing nothing of the task) and finish it."""
-        if not pending.needs_dispatch:
-            return pending.before
-        outcome: Outcome
-        try:
-            outcome = (runtime or self.runtime).dispatch(pending.request)
-        except QuinelingError as exc:
-            outcome = exc
-        return pending.finish(outcome)
 
     def prepare_start(self, task_id: str, context_id: str, message: JSON) -> Pending:
         """A new task for ``message`` up to WORKING (the caller dispatches, finishes and saves it once)."""

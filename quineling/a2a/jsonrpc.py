@@ -1,8 +1,9 @@
-"""JSON-RPC 2.0 binding at ``/a2a/jsonrpc`` (reference §7). Parse the envelope, call the service, render.
+"""JSON-RPC 2.0 binding at ``/a2a/jsonrpc``. Parse the envelope, call the service, render.
 
 Processing order: Content-Type → size → JSON → envelope → method family (unknown ⇒ -32601) → version →
 params → call. Error envelopes answer HTTP 200, except a parse error or a bad Content-Type (400) and an
-oversized body (413) (D15).
+oversized body (413) (docs/decisions-a2a.md, "Bindings"). Routing errors under the endpoint (a GET, say)
+get a JSON-RPC envelope too (:func:`routing_error`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
+from quineling.a2a.compat_v03 import V03Compat
+from quineling.a2a.context import CallContext
+from quineling.a2a.endpoints import JSONRPC_PATH
 from quineling.a2a.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -23,14 +27,14 @@ from quineling.a2a.errors import (
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
+    as_a2a_error,
 )
-from quineling.a2a.service import A2AService, CallContext
-from quineling.a2a.sse import as_a2a_error, compact, sse_response
+from quineling.a2a.service import A2AService
+from quineling.a2a.sse import compact, sse_response
 from stores import codec
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("a2a_jsonrpc", __name__)
-PATH = "/a2a/jsonrpc"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +108,10 @@ def _read_request(limit: int) -> dict[str, Any]:
     return body
 
 
-@blueprint.route(PATH, methods=["POST"], strict_slashes=False)
-@blueprint.route(PATH + "/", methods=["POST"], strict_slashes=False)  # the TCK's httpx base_url adds "/"
+@blueprint.route(JSONRPC_PATH, methods=["POST"], strict_slashes=False)
+@blueprint.route(
+    JSONRPC_PATH + "/", methods=["POST"], strict_slashes=False
+)  # the TCK's httpx base_url adds "/"
 def endpoint() -> Response:
     app_state = state()
     rpc_id: Any = None
@@ -118,7 +124,7 @@ def endpoint() -> Response:
         version = requested_version()
         # The family is chosen by method name first (the grammars are disjoint), then the version is checked.
         compat = app_state.compat()
-        if compat is not None and method_name not in METHODS and method_name in compat.V03_METHODS:
+        if compat is not None and method_name not in METHODS and compat.serves(method_name):
             check_version("JSONRPC", version)
             return _call_v03(compat, method_name, params, rpc_id, version)
         compat = None
@@ -136,7 +142,7 @@ def endpoint() -> Response:
         return _json(_envelope(reject.rpc_id, error=reject.error.to_jsonrpc()), reject.http_status)
     except Exception as exc:  # noqa: BLE001 - every failure is answered as a JSON-RPC error
         error = as_a2a_error(exc)
-        rendered = compat.error_to_v03(error) if compat is not None else error.to_jsonrpc()
+        rendered = compat.error(error) if compat is not None else error.to_jsonrpc()
         return _json(_envelope(rpc_id, error=rendered))
     if method.streaming:
         return _stream(result, rpc_id, lambda e: e.to_jsonrpc())
@@ -151,18 +157,18 @@ def _stream(events: Iterator[Any], rpc_id: Any, render_error: Callable[[A2AError
     )
 
 
-def _call_v03(compat: Any, method: str, params: Any, rpc_id: Any, version: str) -> Response:
+def _call_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str) -> Response:
     service = state().service
     ctx = call_context(params.get("tenant") if isinstance(params, dict) else None, version, legacy=True)
     try:
-        result = compat.call_v03(service, method, params, ctx)
+        result = compat.call(service, method, params, ctx)
     except Exception as exc:  # noqa: BLE001
-        error = compat.error_to_v03(as_a2a_error(exc))
-        if compat.resubscribe_always_sse(method):
-            return _error_stream(rpc_id, error)  # strict v0.3 clients accept only a stream here (§12.4)
+        error = compat.error(as_a2a_error(exc))
+        if compat.errors_as_stream(method):
+            return _error_stream(rpc_id, error)  # strict v0.3 clients accept only a stream here
         return _json(_envelope(rpc_id, error=error))
-    if compat.is_stream_method(method):
-        return _stream(result, rpc_id, compat.error_to_v03)
+    if compat.is_stream(method):
+        return _stream(result, rpc_id, compat.error)
     return _json(_envelope(rpc_id, result=result))
 
 
@@ -173,4 +179,15 @@ def _error_stream(rpc_id: Any, error: dict[str, Any]) -> Response:
     response = Response(events(), mimetype="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"
+    return response
+
+
+def routing_error(exc: HTTPException) -> Response:
+    """A routing error under the JSON-RPC endpoint (wrong method, unknown sub-path) as an envelope."""
+    error = {
+        "code": InvalidRequestError.code,
+        "message": exc.description or InvalidRequestError.default_message,
+    }
+    response = _json(_envelope(None, error=error), exc.code or 400)
+    response.headers.extend(h for h in exc.get_headers() if h[0].lower() == "allow")  # 405 keeps Allow
     return response

@@ -1,5 +1,4 @@
-"""HTTP+JSON binding at ``/a2a/rest`` (reference §8), built with flask-smorest so the OpenAPI document is
-generated. Views parse the wire shape, call the service and render; errors are ``google.rpc.Status`` bodies.
+"""HTTP+JSON binding at ``/a2a/rest``, built with flask-smorest so the OpenAPI document is generated. Views parse the wire shape, call the service and render; errors are ``google.rpc.Status`` bodies.
 
 Every route also exists under ``/<tenant>/…`` (the path tenant wins over one in the body or query).
 """
@@ -8,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from flask import Flask, Response, request
+from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from webargs.flaskparser import FlaskParser
@@ -16,20 +15,20 @@ from werkzeug.exceptions import HTTPException
 
 from quineling.a2a import schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
+from quineling.a2a.context import CallContext
+from quineling.a2a.endpoints import REST_PREFIX
 from quineling.a2a.errors import (
     A2AError,
     ContentTypeNotSupportedError,
-    InternalError,
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
-    MethodNotFoundError,
+    as_a2a_error,
+    from_http_exception,
 )
-from quineling.a2a.service import CallContext
-from quineling.a2a.sse import as_a2a_error, compact, sse_response
+from quineling.a2a.sse import compact, sse_response
 from stores import codec
 
-PREFIX = "/a2a/rest"
 _BODY_KEY = "quineling.a2a.body"
 
 
@@ -67,7 +66,7 @@ class RestBlueprint(Blueprint):
     ARGUMENTS_PARSER = _Parser()
 
 
-blp = RestBlueprint("a2a_rest", __name__, url_prefix=PREFIX, description="A2A 1.0 HTTP+JSON binding")
+blp = RestBlueprint("a2a_rest", __name__, url_prefix=REST_PREFIX, description="A2A 1.0 HTTP+JSON binding")
 
 
 def _routes(path: str) -> list[str]:
@@ -93,22 +92,21 @@ def _check_request() -> None:
         _too_large(limit)
     has_body = bool(request.content_length) or request.headers.get("Transfer-Encoding") == "chunked"
     if has_body and not is_json_media_type(request.content_type):
-        error = ContentTypeNotSupportedError(f"Content-Type {request.mimetype or '(none)'} is not supported")
-        error.http_status = 415  # a bad request header is an HTTP media-type problem (D1)
-        raise error
+        # A bad request header is an HTTP media-type problem: 415 (docs/decisions-a2a.md, "Bindings").
+        raise ContentTypeNotSupportedError(
+            f"Content-Type {request.mimetype or '(none)'} is not supported", http_status=415
+        )
     if has_body and len(request.get_data(cache=True)) > limit:
         _too_large(limit)
     check_version("HTTP+JSON", requested_version())
 
 
 def _too_large(limit: int) -> NoReturn:
-    error = InvalidRequestError(f"Request body exceeds {limit} bytes")
-    error.http_status = 413
-    raise error
+    raise InvalidRequestError(f"Request body exceeds {limit} bytes", http_status=413)
 
 
 def _media_type() -> str:
-    # D2: answer application/a2a+json only to clients that ask for it.
+    # Answer application/a2a+json only to clients that ask for it (docs/decisions-a2a.md, "Bindings").
     return (
         "application/a2a+json"
         if "application/a2a+json" in request.headers.get("Accept", "")
@@ -121,46 +119,20 @@ def render(value: Any, status: int = 200) -> Response:
 
 
 def render_error(error: A2AError) -> Response:
-    body = error.to_rest()
-    return Response(compact(body), status=body["error"]["code"], mimetype="application/json")
+    return Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
 
 
 @blp.errorhandler(Exception)
 def _handle(exc: Exception) -> Response:
-    if isinstance(exc, HTTPException) and not isinstance(exc, A2AError):
-        return _http_error(exc)
     return render_error(as_a2a_error(exc))
 
 
-def _http_error(exc: HTTPException) -> Response:
-    code = exc.code or 500
-    error_cls: type[A2AError] = {
-        404: MethodNotFoundError,
-        400: InvalidParamsError,
-        422: InvalidParamsError,
-    }.get(code, InternalError if code >= 500 else InvalidRequestError)
-    error = error_cls(exc.description if code not in (400, 422) else None)
-    error.http_status = code if code != 422 else 400
-    return render_error(error)
-
-
-def register_error_handlers(app: Flask) -> None:
-    """Routing errors (404/405) happen outside the blueprint: keep them A2A-shaped under ``/a2a/rest``.
-    Registered after flask-smorest's own HTTPException handler, which it replaces."""
-
-    def handle(exc: HTTPException) -> Any:
-        if request.path == PREFIX or request.path.startswith(PREFIX + "/"):
-            return _http_error(exc)
-        if request.path.startswith("/a2a/jsonrpc"):
-            error = {
-                "code": InvalidRequestError.code,
-                "message": exc.description or InvalidRequestError.default_message,
-            }
-            body = {"jsonrpc": "2.0", "id": None, "error": error}
-            return Response(compact(body), status=exc.code or 400, mimetype="application/json")
-        return exc  # werkzeug's own response elsewhere
-
-    app.register_error_handler(HTTPException, handle)
+def routing_error(exc: HTTPException) -> Response:
+    """A routing error under ``/a2a/rest`` (unknown path, wrong method) in the binding's error shape; a 405
+    keeps its ``Allow`` header."""
+    response = render_error(from_http_exception(exc))
+    response.headers.extend(h for h in exc.get_headers() if h[0].lower() == "allow")
+    return response
 
 
 def ctx(tenant: str | None, body: dict[str, Any] | None = None) -> CallContext:
@@ -222,7 +194,8 @@ class CancelTask(MethodView):
 
 @route("/tasks/<task_id>:subscribe")
 class SubscribeToTask(MethodView):
-    """GET per the proto, POST per the spec prose (D3): both are served."""
+    """GET per the protocol's proto definition, POST per its prose: both are served
+    (docs/decisions-a2a.md, "Bindings")."""
 
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def get(self, task_id: str, tenant: str | None = None) -> Response:

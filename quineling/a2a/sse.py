@@ -1,29 +1,19 @@
 """Server-Sent Events: one compact ``data:`` line per event, comments for keep-alives, ``event: error``
-for a failure after the stream has started (reference §7, §8, §14)."""
+for a failure after the stream has started."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from flask import Response, stream_with_context
 
-from quineling.a2a.errors import A2AError, InternalError
+from quineling.a2a.errors import A2AError, as_a2a_error
 from stores import codec
-
-log = logging.getLogger(__name__)
 
 
 def compact(value: Any) -> str:
     return codec.dumps(value)
-
-
-def as_a2a_error(exc: BaseException) -> A2AError:
-    if isinstance(exc, A2AError):
-        return exc
-    log.exception("unexpected error", exc_info=exc)
-    return InternalError()
 
 
 def frames(

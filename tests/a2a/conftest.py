@@ -5,28 +5,47 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from quineling.a2a.errors import ERRORS_BY_CODE, ERRORS_BY_REASON, A2AError
+from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.errors import QuinelingError
-from stores.base import backend_from_url
+from stores import ChangeSet, StateStore, TaskWrite, backend_from_url
 
 V1 = {"A2A-Version": "1.0"}
 
 
 class FakeRuntime:
-    """Same ``dispatch`` signature as the real Runtime, with deterministic outcomes for lifecycle tests."""
+    """A runtime with deterministic outcomes for lifecycle tests that honours the real contract
+    (:class:`quineling.a2a.executor.Dispatcher`): it commits each outcome's task write in one state commit on
+    ``store`` — an empty change set, so the task is what is committed — exactly as the real Runtime commits
+    its change set with it. ``calls`` lists every dispatch; ``committed`` the requests whose outcome (result
+    or error) was committed, which is what a client can observe."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
         self.calls: list[Any] = []
+        self.committed: list[Any] = []
 
-    def dispatch(self, request: Any) -> dict[str, Any]:
+    def dispatch(self, request: Any, *, scope: str, attach: Callable[[Any], TaskWrite]) -> dict[str, Any]:
         self.calls.append(request)
+        try:
+            outcome = self._outcome(request)
+        except QuinelingError as exc:
+            self.store.commit(scope, ChangeSet(), task=attach(exc))
+            self.committed.append(request)
+            raise
+        self.store.commit(scope, ChangeSet(), task=attach(outcome))
+        self.committed.append(request)
+        return outcome
+
+    @staticmethod
+    def _outcome(request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or not isinstance(request.get("operation"), str):
             raise QuinelingError(
                 "invalid-request", "a request must be an object with an operation", "operation"
@@ -76,7 +95,9 @@ def make_app(**overrides: Any) -> Any:
         **overrides.pop("config", {}),
     }
     backend = backend_from_url("memory://")
-    kwargs = {"runtime": FakeRuntime(), "task_store": backend.task_store(), "config": config, **overrides}
+    runtime = FakeRuntime(backend.state_store())
+    task_store = backend.task_store(describe=describe_task)
+    kwargs = {"runtime": runtime, "task_store": task_store, "config": config, **overrides}
     app = create_app(**kwargs)
     app.config["TESTING"] = True
     return app

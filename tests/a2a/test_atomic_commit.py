@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from quineling.a2a import errors
-from quineling.a2a.service import A2AService, CallContext
+from quineling.a2a.context import CallContext
+from quineling.a2a.service import A2AService
+from quineling.a2a.task_facts import describe_task
 from quineling.runtime.runtime import Runtime
 from stores import Backend, MemoryBackend, TaskLimits, TaskStore, keys
 from tests.a2a.conftest import text, user_message
@@ -57,9 +59,8 @@ def runtime_state(backend: Backend) -> Any:
 
 def make_service(backend: Backend, **limits: Any) -> tuple[A2AService, RivalBeforeCommit, TaskStore]:
     runtime = RivalBeforeCommit(Runtime(store=backend.state_store()))
-    tasks = backend.task_store(TaskLimits(**limits))
+    tasks = backend.task_store(TaskLimits(**limits), describe=describe_task)
     service = A2AService(runtime, tasks, lambda _version: {})
-    assert service.atomic
     return service, runtime, tasks
 
 

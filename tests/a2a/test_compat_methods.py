@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from quineling.a2a import errors
-from quineling.a2a.compat_v03 import (
+from quineling.a2a.compat_v03.methods import (
     V03_METHODS,
     V03_STREAM_METHODS,
     call_v03,
     is_stream_method,
     resubscribe_always_sse,
 )
-from quineling.a2a.service import CallContext
+from quineling.a2a.context import CallContext
 
 CTX = CallContext(requested_version="0.3")
 TASK = {"id": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}

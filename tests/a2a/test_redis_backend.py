@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
 from tests.a2a.conftest import V1, JsonRpcBinding, data, text, user_message
@@ -24,7 +25,9 @@ def backend() -> Any:
 def redis_client(backend: Any) -> Any:
     config = {"keepalive_seconds": 0.2, "subscribe_max_seconds": 5}
     app = create_app(
-        runtime=Runtime(store=backend.state_store()), task_store=backend.task_store(), config=config
+        runtime=Runtime(store=backend.state_store()),
+        task_store=backend.task_store(describe=describe_task),
+        config=config,
     )
     return app.test_client()
 
@@ -40,7 +43,8 @@ def send(client: Any, thought: str) -> dict[str, Any]:
 
 
 def test_the_runtime_commits_each_task_in_its_own_commit(redis_client: Any) -> None:
-    assert redis_client.application.extensions["quineling"].service.atomic
+    extras = redis_client.application.extensions["quineling"].extras
+    assert extras["task_store"].joins(extras["runtime"].store)
 
 
 @pytest.mark.parametrize(

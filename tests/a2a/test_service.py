@@ -7,12 +7,16 @@ from typing import Any
 import pytest
 
 from quineling.a2a import errors
+from quineling.a2a.context import CallContext
 from quineling.a2a.executor import QuinelingExecutor, request_of
-from quineling.a2a.service import A2AService, CallContext
+from quineling.a2a.service import A2AService
+from quineling.a2a.task_facts import describe_task
 from quineling.runtime.errors import QuinelingError
-from stores.base import backend_from_url
+from stores import backend_from_url
 from stores.errors import TaskStoreFull, TaskTooLarge
 from tests.a2a.conftest import FakeRuntime, text, user_message
+
+SAVES = ("save", "save_with_changes")  # a plain save, and one inside the runtime's commit
 
 
 class CountingStore:
@@ -28,7 +32,7 @@ class CountingStore:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls[name] = self.calls.get(name, 0) + 1
-            if self.fail is not None and name == "save":
+            if self.fail is not None and name in SAVES:
                 raise self.fail
             return target(*args, **kwargs)
 
@@ -36,13 +40,18 @@ class CountingStore:
 
 
 @pytest.fixture
-def store() -> CountingStore:
-    return CountingStore(backend_from_url("memory://").task_store())
+def backend() -> Any:
+    return backend_from_url("memory://")
 
 
 @pytest.fixture
-def service(store: CountingStore) -> A2AService:
-    return A2AService(FakeRuntime(), store, lambda _v: {})  # type: ignore[arg-type]
+def store(backend: Any) -> CountingStore:
+    return CountingStore(backend.task_store(describe=describe_task))
+
+
+@pytest.fixture
+def service(store: CountingStore, backend: Any) -> A2AService:
+    return A2AService(FakeRuntime(backend.state_store()), store, lambda _v: {})  # type: ignore[arg-type]
 
 
 CTX = CallContext()
@@ -55,7 +64,7 @@ def test_new_task_is_saved_once_and_logs_only_later_updates(
     a log position before the task exists, and its snapshot already holds them. A follow-up's are logged."""
     task = service.send_message({"message": user_message(text(" "))}, CTX)["task"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    assert store.calls == {"save": 1}
+    assert {name: n for name, n in store.calls.items() if name in SAVES} == {"save_with_changes": 1}
     assert store.inner.read_events(CTX.scope, task["id"], None, 0) == []
     assert store.inner.last_event_id(CTX.scope, task["id"]) is None
 
@@ -105,8 +114,10 @@ def test_request_of_rules() -> None:
 
 
 def test_executor_timestamps_come_from_clock() -> None:
-    executor = QuinelingExecutor(FakeRuntime(), clock=lambda: "2026-01-01T00:00:00.000Z")
-    execution = executor.start("t", "c", {"messageId": "m", "role": "ROLE_USER", "parts": [text("x")]})
+    executor = QuinelingExecutor(clock=lambda: "2026-01-01T00:00:00.000Z")
+    pending = executor.prepare_start("t", "c", {"messageId": "m", "role": "ROLE_USER", "parts": [text("x")]})
+    outcome = {"operation": "create", "result": {"status": "created", "artifact": {"id": "sha256:abc"}}}
+    execution = pending.finish(outcome)
     assert execution.task["status"] == {
         "state": "TASK_STATE_COMPLETED",
         "timestamp": "2026-01-01T00:00:00.000Z",

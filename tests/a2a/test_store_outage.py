@@ -7,6 +7,7 @@ import logging
 import fakeredis
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
 from stores.redis import RedisBackend
@@ -27,7 +28,9 @@ def outage():  # type: ignore[no-untyped-def]
     """An app on a fakeredis server that can be switched off and on."""
     server = fakeredis.FakeServer()
     backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(server=server), prefix="outage")
-    app = create_app(runtime=Runtime(store=backend.state_store()), task_store=backend.task_store())
+    app = create_app(
+        runtime=Runtime(store=backend.state_store()), task_store=backend.task_store(describe=describe_task)
+    )
     return app.test_client(), server
 
 

@@ -1,10 +1,11 @@
 """Two requests on one task at once: a rival's save lands between this request's load and its save.
 
 Every backend (memory, fakeredis, real Redis) runs each race deterministically: :class:`RacingTaskStore`
-runs the rival request just before the first save it is asked to make, like ``tests/runtime/
-test_ranch_races.py`` does for the state store. The rules checked (docs/decisions-a2a.md, "Concurrent
-updates to one task"): nothing either request committed is overwritten, a canceled task never becomes
-completed, the runtime runs at most once per message, and the loser is told what happened.
+runs the rival request just before the first save it is asked to make (a plain save, or one inside the
+runtime's commit), like ``tests/runtime/test_ranch_races.py`` does for the state store. The rules checked
+(docs/decisions-a2a.md, "Concurrent updates to one task"): nothing either request committed is overwritten,
+a canceled task never becomes completed, a message's runtime effects commit at most once and only with its
+task, and the loser is told what happened.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from typing import Any
 import pytest
 
 from quineling.a2a import errors
-from quineling.a2a.service import CONFLICT_ATTEMPTS, A2AService, CallContext
-from stores.base import JSON, Backend, TaskLimits, TaskStore, Versioned
+from quineling.a2a.context import CallContext
+from quineling.a2a.service import CONFLICT_ATTEMPTS, A2AService
+from quineling.a2a.task_facts import describe_task
+from stores.base import JSON, Backend, StateStore, TaskLimits, TaskStore, TaskWrite, Versioned
+from stores.changes import ChangeSet
 from tests.a2a.conftest import FakeRuntime, text, user_message
 
 CTX = CallContext()
@@ -32,9 +36,14 @@ class RacingTaskStore(TaskStore):
     def __init__(self, inner: TaskStore) -> None:
         self.inner = inner
         self.limits = inner.limits
+        self.describe = inner.describe
         self.rival: Callable[[], Any] | None = None
         self.always = False
         self.expected: list[int | None] = []
+
+    @property
+    def location(self) -> object:
+        return self.inner.location
 
     def load_versioned(self, scope: str, task_id: str) -> Versioned:
         return self.inner.load_versioned(scope, task_id)
@@ -42,13 +51,20 @@ class RacingTaskStore(TaskStore):
     def save(
         self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
     ) -> int:
+        self._before_save(expect_version)
+        return self.inner.save(scope, task, events, expect_version=expect_version)
+
+    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+        self._before_save(write.expect_version)
+        return self.inner.save_with_changes(scope, changes, write)
+
+    def _before_save(self, expect_version: int | None) -> None:
         rival = self.rival
         if not self.always:
             self.rival = None
         if rival is not None:
             rival()
         self.expected.append(expect_version)
-        return self.inner.save(scope, task, events, expect_version=expect_version)
 
     def list(self, scope, query):  # type: ignore[no-untyped-def]
         return self.inner.list(scope, query)
@@ -63,9 +79,9 @@ class RacingTaskStore(TaskStore):
 class Pair:
     """A plain service (the rival worker) and a racing one over the same store and runtime."""
 
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(self, store: TaskStore, state: StateStore) -> None:
         self.store = store
-        self.runtime = FakeRuntime()
+        self.runtime = FakeRuntime(state)
         self.racing = RacingTaskStore(store)
         self.plain = A2AService(self.runtime, store, lambda _v: {})
         self.worker = A2AService(self.runtime, self.racing, lambda _v: {})
@@ -100,7 +116,7 @@ def user_texts(task: JSON) -> list[str]:
 
 @pytest.fixture
 def pair(backend: Backend, clock: Any) -> Pair:
-    return Pair(backend.task_store(TaskLimits(), clock=clock))
+    return Pair(backend.task_store(TaskLimits(), clock=clock, describe=describe_task), backend.state_store())
 
 
 # ---- CancelTask racing a follow-up, both orders ----
@@ -112,7 +128,7 @@ def test_cancel_landing_first_is_never_overwritten_by_the_follow_up(pair: Pair) 
     with pytest.raises(errors.InternalError) as caught:
         pair.follow_up(pair.worker, task_id, DONE)
     assert f"is now {CANCELED}" in caught.value.message
-    assert "executed" in caught.value.message  # the client learns its runtime request did run
+    assert "committed nothing" in caught.value.message  # the client learns it may resend
     assert caught.value.metadata == {"taskId": task_id, "retryable": "true", "taskState": CANCELED}
     task = pair.stored(task_id)
     assert task["status"]["state"] == CANCELED
@@ -120,6 +136,7 @@ def test_cancel_landing_first_is_never_overwritten_by_the_follow_up(pair: Pair) 
     assert user_texts(task) == [VAGUE]
     assert COMPLETED not in pair.states_logged(task_id)
     assert len(pair.runtime.calls) == 2  # the first message and the follow-up, once each
+    assert pair.runtime.committed == [{"operation": "create", "thought": VAGUE}]  # the loser's did not commit
 
 
 def test_follow_up_landing_first_makes_the_cancel_decide_again(pair: Pair) -> None:
@@ -164,13 +181,13 @@ def test_follow_up_losing_to_a_completing_follow_up_is_refused_without_a_second_
     task = pair.stored(task_id)
     assert user_texts(task) == [VAGUE, DONE]
     assert pair.states_logged(task_id).count(COMPLETED) == 1
-    # The loser dispatched (once) before the rival's save landed; it was not dispatched again.
+    # The loser dispatched before the rival's save landed; its commit lost, so it committed nothing, and a
+    # terminal task is not dispatched to again.
     assert [call["thought"] for call in pair.runtime.calls] == [VAGUE, "[3] | sum", DONE]
+    assert [call["thought"] for call in pair.runtime.committed] == [VAGUE, DONE]
 
 
-def test_follow_up_losing_to_a_still_paused_task_is_applied_to_it_without_a_second_dispatch(
-    pair: Pair,
-) -> None:
+def test_follow_up_losing_to_a_still_paused_task_is_applied_to_it_and_commits_once(pair: Pair) -> None:
     task_id = pair.paused_task()
     pair.racing.rival = lambda: pair.follow_up(pair.plain, task_id, VAGUE)
     done = pair.follow_up(pair.worker, task_id, DONE)
@@ -178,7 +195,9 @@ def test_follow_up_losing_to_a_still_paused_task_is_applied_to_it_without_a_seco
     task = pair.stored(task_id)
     assert task == done
     assert user_texts(task) == [VAGUE, VAGUE, DONE]  # both follow-ups are in the transcript, in order
-    assert [call["thought"] for call in pair.runtime.calls] == [VAGUE, DONE, VAGUE]  # DONE once only
+    # DONE lost its commit to the rival, so it was dispatched again on the fresh task and committed once.
+    assert [call["thought"] for call in pair.runtime.calls] == [VAGUE, DONE, VAGUE, DONE]
+    assert [call["thought"] for call in pair.runtime.committed] == [VAGUE, VAGUE, DONE]
     assert pair.states_logged(task_id)[-1] == COMPLETED
 
 
@@ -194,7 +213,8 @@ def test_a_bad_envelope_follow_up_losing_a_race_never_dispatches(pair: Pair) -> 
 
 
 def test_follow_up_on_a_task_that_expired_meanwhile(backend: Backend, clock: Any) -> None:
-    pair = Pair(backend.task_store(TaskLimits(paused_ttl_seconds=60), clock=clock))
+    tasks = backend.task_store(TaskLimits(paused_ttl_seconds=60), clock=clock, describe=describe_task)
+    pair = Pair(tasks, backend.state_store())
     task_id = pair.paused_task()
     pair.racing.rival = lambda: clock.advance(61)
     with pytest.raises(errors.InternalError, match="is no longer available"):
@@ -218,14 +238,15 @@ def test_cancel_gives_up_after_bounded_retries(pair: Pair) -> None:
     assert CANCELED not in pair.states_logged(task_id)
 
 
-def test_follow_up_gives_up_after_bounded_retries_and_dispatches_once(pair: Pair) -> None:
+def test_follow_up_gives_up_after_bounded_retries_and_commits_nothing(pair: Pair) -> None:
     task_id = pair.paused_task()
     pair.racing.always = True
     pair.racing.rival = lambda: pair.follow_up(pair.plain, task_id, VAGUE)
     with pytest.raises(errors.InternalError, match="kept changing"):
         pair.follow_up(pair.worker, task_id, DONE)
     assert len(pair.racing.expected) == CONFLICT_ATTEMPTS
-    assert [call["thought"] for call in pair.runtime.calls].count(DONE) == 1
+    assert [call["thought"] for call in pair.runtime.calls].count(DONE) == CONFLICT_ATTEMPTS
+    assert DONE not in [call["thought"] for call in pair.runtime.committed]
     pair.racing.rival = None
     assert DONE not in user_texts(pair.stored(task_id))
 

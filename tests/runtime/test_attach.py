@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from quineling import QuinelingError, Runtime
+from quineling.a2a.task_facts import describe_task
 from quineling.runtime.context import Env, RuntimeLimits
 from stores import ChangeSet, MemoryBackend, TaskConflict, TaskStore
 from stores.base import TaskWrite
@@ -62,7 +63,7 @@ def state(backend: MemoryBackend) -> Any:
 
 
 def test_a_committed_outcome_carries_its_write(backend: MemoryBackend) -> None:
-    rt, attach = runtime(backend), Recorder(backend.task_store())
+    rt, attach = runtime(backend), Recorder(backend.task_store(describe=describe_task))
     outcome = rt.dispatch({"operation": "create", "thought": SQUARES}, attach=attach)
     assert attach.outcomes == [outcome]
     assert attach.stored() == {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"}, "op": "create"}
@@ -79,7 +80,7 @@ def test_a_committed_outcome_carries_its_write(backend: MemoryBackend) -> None:
     ids=["not-found", "unknown-operation", "invalid-request"],
 )
 def test_an_error_commits_its_write_alone(backend: MemoryBackend, request_: dict[str, Any]) -> None:
-    rt, attach = runtime(backend), Recorder(backend.task_store())
+    rt, attach = runtime(backend), Recorder(backend.task_store(describe=describe_task))
     with pytest.raises(QuinelingError) as caught:
         rt.dispatch(request_, attach=attach)
     assert attach.outcomes == [caught.value]
@@ -91,7 +92,7 @@ def test_a_read_only_outcome_commits_its_write_alone(backend: MemoryBackend) -> 
     rt = runtime(backend)
     artifact = rt.dispatch({"operation": "create", "thought": SQUARES}, scope=SCOPE)["result"]["artifact"]
     before = state(backend)
-    attach = Recorder(backend.task_store())
+    attach = Recorder(backend.task_store(describe=describe_task))
     rt.dispatch({"operation": "inspect", "artifactId": artifact["id"]}, attach=attach)
     assert attach.stored()["op"] == "inspect"
     assert state(backend) == before
@@ -101,7 +102,7 @@ def test_capacity_refusal_replaces_the_outcome_write_with_the_error_write(backen
     rt = runtime(backend, max_artifacts=1)
     rt.dispatch({"operation": "create", "thought": SQUARES})
     before = state(backend)
-    attach = Recorder(backend.task_store())
+    attach = Recorder(backend.task_store(describe=describe_task))
     with pytest.raises(QuinelingError, match="capacity"):
         rt.dispatch({"operation": "create", "thought": "[5] | sum | report other"}, attach=attach)
     assert [type(o).__name__ for o in attach.outcomes] == ["dict", "QuinelingError"]
@@ -112,7 +113,7 @@ def test_capacity_refusal_replaces_the_outcome_write_with_the_error_write(backen
 def test_a_conflict_recomputes_and_rebuilds_the_write(backend: MemoryBackend) -> None:
     rt = runtime(backend)
     rival = lambda: rt.dispatch({"operation": "create", "thought": SQUARES})  # noqa: E731 - same artifact
-    attach = Recorder(backend.task_store(), before_commit=rival)
+    attach = Recorder(backend.task_store(describe=describe_task), before_commit=rival)
     outcome = rt.dispatch({"operation": "create", "thought": SQUARES}, attach=attach)
     assert len(attach.outcomes) == 2 and attach.outcomes[-1] == outcome  # the first commit conflicted
     assert attach.stored()["op"] == "create"
@@ -120,7 +121,7 @@ def test_a_conflict_recomputes_and_rebuilds_the_write(backend: MemoryBackend) ->
 
 
 def test_a_refused_write_commits_nothing_of_the_runtime(backend: MemoryBackend) -> None:
-    tasks = backend.task_store()
+    tasks = backend.task_store(describe=describe_task)
     tasks.save(f"{SCOPE}/user", {"id": "t", "status": {"state": "TASK_STATE_WORKING"}})
     rt, attach = runtime(backend), Recorder(tasks, expect=0)  # "t" exists: the save conflicts
     with pytest.raises(TaskConflict):
@@ -148,7 +149,7 @@ def test_a_refusal_read_in_two_round_trips_is_rechecked_in_its_write_commit(back
         raise QuinelingError("conflict", f"refused at flag {seen}")
 
     rt.operations = {**rt.operations, "probe": Operation("probe", lambda request, path: request, handler)}
-    attach = Recorder(backend.task_store())
+    attach = Recorder(backend.task_store(describe=describe_task))
     with pytest.raises(QuinelingError, match="refused at flag 2"):
         rt.dispatch({"operation": "probe"}, attach=attach)
     assert [o.message for o in attach.outcomes] == ["refused at flag 1", "refused at flag 2"]

@@ -22,7 +22,7 @@ from tests.runtime.test_ranch_support import (
 
 
 class RacingStore(StateStore):
-    """Runs ``rival()`` (another worker's request) just before the first commit it sees."""
+    """Runs ``rival()`` (another worker's request) just before the first commit of changes it sees."""
 
     def __init__(self, inner: StateStore) -> None:
         self.inner = inner
@@ -34,11 +34,11 @@ class RacingStore(StateStore):
     def counters(self, scope, names):
         return self.inner.counters(scope, names)
 
-    def commit(self, scope: str, changes: ChangeSet, *, task: Any = None) -> int | None:
+    def _commit_changes(self, scope: str, changes: ChangeSet) -> None:
         rival, self.rival = self.rival, None
         if rival is not None:
             rival()
-        return self.inner.commit(scope, changes, task=task)
+        self.inner.commit(scope, changes)
 
 
 def _racing_pair() -> tuple[Runtime, Runtime, RacingStore]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
 from stores import Backend, TaskWrite
@@ -63,7 +64,7 @@ def test_a_warm_cache_saves_the_read_round_trip(make_backend: BackendMaker) -> N
     backend = make_backend()
     rt = caching_runtime(backend)
     artifact = create(rt, SQUARES)  # what a create commits is remembered
-    tasks = backend.task_store()
+    tasks = backend.task_store(describe=describe_task)
 
     def trips(request: dict[str, Any], attach: bool, runtime: Runtime = rt) -> int:
         before = backend.round_trips()

@@ -1,6 +1,6 @@
 """Conformance of the combined commit: a change set and a task save as one all-or-nothing store step.
 
-``StateStore.commit(scope, changes, task=TaskWrite(...))`` (and ``Backend.commit_with_task``) must write both
+``StateStore.commit(scope, changes, task=TaskWrite(...))`` must write both
 halves or neither. Every failure test compares the backend's *raw* stored state (every dict of the memory
 store, every Redis key under the prefix) before and after, so a half-applied write cannot hide behind the
 public read API.
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from stores import (
     Backend,
     ChangeSet,
@@ -33,6 +34,13 @@ from stores.base import TaskWrite
 WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
 DOC = ("artifact", "a")
 SCOPE, TASKS = "acme", "acme/alice"  # the state scope and a task scope of the same tenant
+
+
+def commit_with_task(backend: Backend, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+    """The state commit with a task attached; returns the task's new version."""
+    version = backend.state_store().commit(scope, changes, task=write)
+    assert version is not None
+    return version
 
 
 def task(task_id: str, state: str = COMPLETED, **more: Any) -> dict[str, Any]:
@@ -78,7 +86,11 @@ def raw(backend: Backend) -> Any:
 
 @pytest.fixture
 def tasks(backend: Backend, clock: Any) -> TaskStore:
-    return backend.task_store(TaskLimits(max_tasks=3, max_total_bytes=4000, max_task_bytes=1000), clock=clock)
+    return backend.task_store(
+        TaskLimits(max_tasks=3, max_total_bytes=4000, max_task_bytes=1000),
+        clock=clock,
+        describe=describe_task,
+    )
 
 
 def write(tasks: TaskStore, body: dict[str, Any], expect: int | None = 0, scope: str = TASKS) -> TaskWrite:
@@ -90,7 +102,7 @@ def create_doc(value: dict[str, Any], quota: int = 5) -> ChangeSet:
 
 
 def test_success_writes_the_change_set_and_the_task(backend: Backend, tasks: TaskStore) -> None:
-    version = backend.commit_with_task(SCOPE, create_doc({"n": 1}), write(tasks, task("t1", WORKING)))
+    version = commit_with_task(backend, SCOPE, create_doc({"n": 1}), write(tasks, task("t1", WORKING)))
     state = backend.state_store()
     assert state.read(SCOPE, [DOC])[DOC] == Versioned({"n": 1}, 1)
     assert state.counters(SCOPE, ["artifacts"]) == {"artifacts": 1}
@@ -152,26 +164,26 @@ def _full(backend: Backend, tasks: TaskStore) -> tuple[ChangeSet, TaskWrite]:
 def test_every_refusal_writes_neither_half(
     backend: Backend, tasks: TaskStore, setup: FailureSetup, error: type[Exception]
 ) -> None:
-    backend.commit_with_task(SCOPE, create_doc({"n": 1}, quota=5), write(tasks, task("old")))
+    commit_with_task(backend, SCOPE, create_doc({"n": 1}, quota=5), write(tasks, task("old")))
     changes, attached = setup(backend, tasks)
     before = raw(backend)
     with pytest.raises(error):
-        backend.commit_with_task(SCOPE, changes, attached)
+        commit_with_task(backend, SCOPE, changes, attached)
     assert raw(backend) == before
 
 
 def test_state_refusals_are_reported_before_task_refusals(backend: Backend, tasks: TaskStore) -> None:
     """The runtime recomputes on a state conflict and fails the request on a quota; both decide what task
     is written, so they come first (see StateStore.commit)."""
-    backend.commit_with_task(SCOPE, create_doc({"n": 1}, quota=1), write(tasks, task("old")))
+    commit_with_task(backend, SCOPE, create_doc({"n": 1}, quota=1), write(tasks, task("old")))
     huge_and_conflicting = write(tasks, task("old", pad="x" * 2000), expect=0)
     with pytest.raises(ConflictError):
-        backend.commit_with_task(SCOPE, ChangeSet(expect={DOC: 0}, put={DOC: {}}), huge_and_conflicting)
+        commit_with_task(backend, SCOPE, ChangeSet(expect={DOC: 0}, put={DOC: {}}), huge_and_conflicting)
     over_quota = ChangeSet(expect={DOC: 1}, put={DOC: {}}, quotas=(Quota("artifacts", 1, 1),))
     with pytest.raises(QuotaExceeded):
-        backend.commit_with_task(SCOPE, over_quota, huge_and_conflicting)
+        commit_with_task(backend, SCOPE, over_quota, huge_and_conflicting)
     with pytest.raises(TaskTooLarge):  # size before version, as for a plain save
-        backend.commit_with_task(SCOPE, ChangeSet(expect={DOC: 1}), huge_and_conflicting)
+        commit_with_task(backend, SCOPE, ChangeSet(expect={DOC: 1}), huge_and_conflicting)
 
 
 def test_eviction_rides_along_only_a_successful_commit(
@@ -183,9 +195,9 @@ def test_eviction_rides_along_only_a_successful_commit(
     at_quota = ChangeSet(expect={DOC: 0}, put={DOC: {}}, quotas=(Quota("artifacts", 1, 0),))
     before = raw(backend)
     with pytest.raises(QuotaExceeded):  # would have evicted done1: the refusal keeps it
-        backend.commit_with_task(SCOPE, at_quota, write(tasks, task("new")))
+        commit_with_task(backend, SCOPE, at_quota, write(tasks, task("new")))
     assert raw(backend) == before
-    backend.commit_with_task(SCOPE, create_doc({}), write(tasks, task("new")))
+    commit_with_task(backend, SCOPE, create_doc({}), write(tasks, task("new")))
     assert [tasks.load(TASKS, t) is not None for t in ("done1", "done2", "done3", "new")] == [
         False,
         True,
@@ -200,9 +212,9 @@ def test_capacity_is_the_tenants_own(backend: Backend, tasks: TaskStore) -> None
     for i in range(3):
         tasks.save("other/bob", task(f"theirs{i}"))
     for i in range(3):
-        backend.commit_with_task(SCOPE, ChangeSet(), write(tasks, task(f"mine{i}", WORKING)))
+        commit_with_task(backend, SCOPE, ChangeSet(), write(tasks, task(f"mine{i}", WORKING)))
     with pytest.raises(TaskStoreFull):
-        backend.commit_with_task(SCOPE, create_doc({}), write(tasks, task("one-more", WORKING)))
+        commit_with_task(backend, SCOPE, create_doc({}), write(tasks, task("one-more", WORKING)))
     assert all(tasks.load("other/bob", f"theirs{i}") for i in range(3))
     assert backend.state_store().read(SCOPE, [DOC])[DOC].value is None
 
@@ -210,19 +222,21 @@ def test_capacity_is_the_tenants_own(backend: Backend, tasks: TaskStore) -> None
 def test_the_task_must_belong_to_the_committing_tenant(backend: Backend, tasks: TaskStore) -> None:
     """One atomic step is one slot: a task of another tenant cannot ride along."""
     with pytest.raises(ValueError, match="partition"):
-        backend.commit_with_task(SCOPE, create_doc({}), write(tasks, task("t"), scope="other/alice"))
+        commit_with_task(backend, SCOPE, create_doc({}), write(tasks, task("t"), scope="other/alice"))
     assert backend.state_store().read(SCOPE, [DOC])[DOC].value is None
 
 
 def test_the_task_store_must_be_of_the_same_backend(backend: Backend, make_backend: Any) -> None:
     foreign = (
-        make_backend(prefix="elsewhere").task_store() if make_backend.shared else MemoryBackend().task_store()
+        make_backend(prefix="elsewhere").task_store(describe=describe_task)
+        if make_backend.shared
+        else MemoryBackend().task_store(describe=describe_task)
     )
     with pytest.raises(ValueError, match="same"):
-        backend.commit_with_task(SCOPE, create_doc({}), write(foreign, task("t")))
+        commit_with_task(backend, SCOPE, create_doc({}), write(foreign, task("t")))
 
 
 def test_a_combined_commit_is_one_round_trip(backend: Backend, tasks: TaskStore) -> None:
     before = backend.round_trips()
-    backend.commit_with_task(SCOPE, create_doc({}), write(tasks, task("t")))
+    commit_with_task(backend, SCOPE, create_doc({}), write(tasks, task("t")))
     assert backend.round_trips() - before == (0 if isinstance(backend, MemoryBackend) else 1)

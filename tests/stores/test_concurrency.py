@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from stores import (
     ChangeSet,
     ConflictError,
@@ -62,7 +63,7 @@ def commit_artifacts(prefix: str, worker: int, start: object) -> list[tuple[str,
 def save_tasks(prefix: str, worker: int, start: object) -> tuple[int, int, int]:
     """Each worker saves finished tasks into a shared store at capacity; reports saves, refusals, max seen."""
     backend = RedisBackend(REDIS_URL, prefix=prefix)
-    store = backend.task_store(TaskLimits())
+    store = backend.task_store(TaskLimits(), describe=describe_task)
     data = keys.task_keys(prefix, "t")["data"]  # capacity is per tenant: every worker shares tenant "t"
     client = backend.connection.client
     start.wait()  # type: ignore[attr-defined]
@@ -83,7 +84,7 @@ RACED_TASKS, APPENDS = 10, 10
 
 def race_one_version(prefix: str, worker: int, start: object) -> list[str]:
     """Every worker reads the same version of each task, then all save it conditionally at once."""
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
     held = [store.load_versioned("s", f"raced-{i}") for i in range(RACED_TASKS)]
     start.wait()  # type: ignore[attr-defined]
     outcomes = []
@@ -99,7 +100,7 @@ def race_one_version(prefix: str, worker: int, start: object) -> list[str]:
 
 def append_with_retries(prefix: str, worker: int, start: object) -> int:
     """Read-modify-write of one shared task; returns how many conflicts the worker had to retry."""
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
     start.wait()  # type: ignore[attr-defined]
     conflicts = 0
     for n in range(APPENDS):
@@ -167,14 +168,14 @@ def test_processes_saving_at_capacity_never_exceed_it(prefix: str) -> None:
     stats = {k.decode(): int(v) for k, v in client.hgetall(task_keys["stats"]).items()}
     assert stats["count"] == client.hlen(task_keys["data"]) == 128
     assert stats["bytes"] == sum(len(v) for v in client.hvals(task_keys["data"]))
-    store = backend.task_store()
+    store = backend.task_store(describe=describe_task)
     for worker in range(PROCESSES):  # active work survived every other worker's saves
         for i in range(4):
             assert store.load(f"t/user-{worker % 3}", f"w{worker}-{i}") is not None
 
 
 def test_processes_racing_conditional_saves_of_one_version_have_exactly_one_winner(prefix: str) -> None:
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
     for i in range(RACED_TASKS):
         store.save("s", {"id": f"raced-{i}", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}, [{"n": 0}])
     results = run(race_one_version, prefix, barrier=True)
@@ -191,7 +192,7 @@ def test_processes_racing_conditional_saves_of_one_version_have_exactly_one_winn
 
 
 def test_processes_doing_read_modify_write_lose_no_update(prefix: str) -> None:
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store()
+    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
     store.save("s", {"id": "shared", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}, "history": []})
     run(append_with_retries, prefix)
     expected = sorted(f"{w}-{n}" for w in range(PROCESSES) for n in range(APPENDS))

@@ -11,7 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores import ChangeSet, MemoryBackend, Quota, RedisBackend, StoreError, TaskLimits, TaskQuery
+from quineling.a2a.task_facts import describe_task
+from stores import Backend, ChangeSet, MemoryBackend, Quota, RedisBackend, StoreError, TaskLimits, TaskQuery
 from stores.base import TaskWrite
 
 STATES = ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_CANCELED"]
@@ -59,6 +60,13 @@ class Clock:
         return self.now
 
 
+def commit_with_task(backend: Backend, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+    """The state commit with a task attached; returns the task's new version."""
+    version = backend.state_store().commit(scope, changes, task=write)
+    assert version is not None
+    return version
+
+
 def apply(backend: Any, store: Any, clock: Clock, op: tuple) -> Any:
     try:
         if op[0] == "advance":
@@ -86,7 +94,7 @@ def apply(backend: Any, store: Any, clock: Clock, op: tuple) -> Any:
             changes = ChangeSet({key: version}, {key: {"by": task_id}}, quotas=(Quota("docs", 1, 4),))
             task = {"id": task_id, "status": {"state": state}, "pad": "x" * pad}
             write = TaskWrite(store, scope, task, ({"s": state},), expect)
-            saved = backend.commit_with_task(partition, changes, write)
+            saved = commit_with_task(backend, partition, changes, write)
             return saved, backend.state_store().counters(partition, ["docs"])
         if op[0] == "load":
             return store.load_versioned(op[1], op[2])
@@ -109,7 +117,8 @@ def test_memory_and_redis_agree(ops: list[tuple]) -> None:
     clocks = Clock(), Clock()
     backends = [MemoryBackend(), RedisBackend("redis://fake", client=fakeredis.FakeRedis())]
     stores = [
-        backend.task_store(LIMITS, clock=clock) for backend, clock in zip(backends, clocks, strict=True)
+        backend.task_store(LIMITS, clock=clock, describe=describe_task)
+        for backend, clock in zip(backends, clocks, strict=True)
     ]
     for op in ops:
         outcomes = [apply(b, s, c, op) for b, s, c in zip(backends, stores, clocks, strict=True)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from stores import Backend, ChangeSet, ConflictError, StateStore, TaskWrite, Versioned
 from stores.cache import CachingStateStore
 
@@ -97,7 +98,7 @@ def test_bad_bounds_are_refused(state_store: StateStore) -> None:
 
 def test_a_task_store_still_commits_with_the_cached_store(backend: Backend) -> None:
     """The atomic commit of a change set and a task sees through the cache (``StateStore.origin``)."""
-    tasks = backend.task_store()
+    tasks = backend.task_store(describe=describe_task)
     cache = cached(backend.state_store())
     assert tasks.joins(cache) and cache.origin is backend.state_store().origin
     task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from stores import InvalidCursor, TaskQuery, TaskStore
 from stores.listing import parse_instant
 
@@ -150,8 +151,10 @@ def test_forged_and_malformed_cursors_are_rejected(task_store: TaskStore) -> Non
 
 
 def test_cursor_from_another_store_is_rejected(make_backend, clock) -> None:
-    first = make_backend().task_store(clock=clock)
-    second = make_backend(prefix=make_backend.prefix + "-other").task_store(clock=clock)
+    first = make_backend().task_store(clock=clock, describe=describe_task)
+    second = make_backend(prefix=make_backend.prefix + "-other").task_store(
+        clock=clock, describe=describe_task
+    )
     for store in (first, second):
         for i in range(3):
             store.save("s", task(f"t{i}"))
@@ -164,8 +167,8 @@ def test_cursor_from_another_instance_on_the_same_server_is_accepted(make_backen
     """Any worker accepts any other worker's cursor: the signing secret lives in the shared store."""
     if not make_backend.shared:
         pytest.skip("the in-process store is one instance per process")
-    first = make_backend().task_store(clock=clock)
-    second = make_backend().task_store(clock=clock)
+    first = make_backend().task_store(clock=clock, describe=describe_task)
+    second = make_backend().task_store(clock=clock, describe=describe_task)
     for i in range(3):
         first.save("s", task(f"t{i}", ts=f"2026-03-01T12:00:0{i}Z"))
     token = first.list("s", TaskQuery(page_size=1)).next_page_token

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.task_facts import describe_task
 from stores import (
     Backend,
     MemoryBackend,
@@ -339,7 +340,7 @@ def test_expect_zero_inserts_only_a_new_task(task_store: TaskStore) -> None:
 
 def test_a_stale_version_conflicts_and_changes_nothing(make_backend, clock) -> None:
     backend = make_backend()
-    store = backend.task_store(TaskLimits(max_tasks=2), clock=clock)
+    store = backend.task_store(TaskLimits(max_tasks=2), clock=clock, describe=describe_task)
     store.save("s", task("done"), [{"n": 0}])
     clock.advance(1)
     stale = store.save("s", task("t", INPUT), [{"n": 1}])
@@ -454,7 +455,10 @@ def test_each_redis_call_is_one_round_trip(make_backend, clock) -> None:
 
     backend: Backend = make_backend()
 
-    state, tasks = backend.state_store(), backend.task_store(TaskLimits(), clock=clock)
+    state, tasks = (
+        backend.state_store(),
+        backend.task_store(TaskLimits(), clock=clock, describe=describe_task),
+    )
     calls: list[tuple[str, Callable[[], object], int]] = [
         ("read", lambda: state.read("s", [("a", "1"), ("b", "2")]), 1),
         (

@@ -1,92 +1,46 @@
-"""v0.3 JSON-RPC compatibility (reference §12): translators, the v0.3 methods over the 1.0 service, and the
-v0.3/superset Agent Card. See ``docs/compat-v03.md``."""
+"""v0.3 JSON-RPC compatibility: the v0.3 methods over the 1.0 service, their translators, and the
+v0.3/superset Agent Card (``docs/compat-v03.md``). The bindings use it only through :class:`V03Compat`."""
 
 from __future__ import annotations
 
-from quineling.a2a.compat_v03.card import card_to_v03, is_legacy_version, security_scheme_to_v03
-from quineling.a2a.compat_v03.methods import (
-    V03_METHODS,
-    V03_STREAM_METHODS,
-    call_v03,
-    is_stream_method,
-    resubscribe_always_sse,
-)
-from quineling.a2a.compat_v03.params import (
-    push_config_to_v03,
-    push_config_to_v1,
-    send_config_to_v03,
-    send_config_to_v1,
-    send_params_to_v03,
-    send_params_to_v1,
-    task_push_config_to_v03,
-    task_push_config_to_v1,
-)
-from quineling.a2a.compat_v03.translate import (
-    DATA_PART_COMPAT,
-    TERMINAL_V03_STATES,
-    V03_EXTENDED_CARD_NOT_CONFIGURED,
-    artifact_to_v03,
-    artifact_to_v1,
-    artifact_update_to_v03,
-    artifact_update_to_v1,
-    error_to_v03,
-    message_to_v03,
-    message_to_v1,
-    part_to_v03,
-    part_to_v1,
-    role_to_v03,
-    role_to_v1,
-    state_to_v03,
-    state_to_v1,
-    status_to_v03,
-    status_to_v1,
-    status_update_to_v03,
-    status_update_to_v1,
-    stream_response_to_v03,
-    stream_response_to_v1,
-    task_to_v03,
-    task_to_v1,
-)
+from typing import Any
 
-__all__ = [
-    "DATA_PART_COMPAT",
-    "TERMINAL_V03_STATES",
-    "V03_EXTENDED_CARD_NOT_CONFIGURED",
-    "V03_METHODS",
-    "V03_STREAM_METHODS",
-    "artifact_to_v03",
-    "artifact_to_v1",
-    "artifact_update_to_v03",
-    "artifact_update_to_v1",
-    "call_v03",
-    "card_to_v03",
-    "error_to_v03",
-    "is_legacy_version",
-    "is_stream_method",
-    "message_to_v03",
-    "message_to_v1",
-    "part_to_v03",
-    "part_to_v1",
-    "push_config_to_v03",
-    "push_config_to_v1",
-    "resubscribe_always_sse",
-    "role_to_v03",
-    "role_to_v1",
-    "security_scheme_to_v03",
-    "send_config_to_v03",
-    "send_config_to_v1",
-    "send_params_to_v03",
-    "send_params_to_v1",
-    "state_to_v03",
-    "state_to_v1",
-    "status_to_v03",
-    "status_to_v1",
-    "status_update_to_v03",
-    "status_update_to_v1",
-    "stream_response_to_v03",
-    "stream_response_to_v1",
-    "task_push_config_to_v03",
-    "task_push_config_to_v1",
-    "task_to_v03",
-    "task_to_v1",
-]
+from quineling.a2a.compat_v03.card import card_to_v03
+from quineling.a2a.compat_v03.methods import V03_METHODS, call_v03, is_stream_method, resubscribe_always_sse
+from quineling.a2a.compat_v03.translate import error_to_v03
+from quineling.a2a.context import CallContext
+from quineling.a2a.errors import A2AError
+from quineling.a2a.service import A2AService
+
+JSON = dict[str, Any]
+
+
+class V03Compat:
+    """What a binding needs of the v0.3 layer, when compatibility is on."""
+
+    methods: frozenset[str] = V03_METHODS
+
+    def serves(self, method: str) -> bool:
+        """Whether ``method`` is a v0.3 method name (the 1.0 and v0.3 method grammars are disjoint)."""
+        return method in V03_METHODS
+
+    def call(self, service: A2AService, method: str, params: Any, ctx: CallContext) -> Any:
+        """The bare v0.3 result, or an iterator of v0.3 events for a stream method."""
+        return call_v03(service, method, params, ctx)
+
+    def is_stream(self, method: str) -> bool:
+        return is_stream_method(method)
+
+    def errors_as_stream(self, method: str) -> bool:
+        """Whether even an immediate failure of ``method`` must be answered as an SSE stream."""
+        return resubscribe_always_sse(method)
+
+    def error(self, error: A2AError) -> JSON:
+        """The v0.3 JSON-RPC ``error`` member."""
+        return error_to_v03(error)
+
+    def card(self, card: JSON, *, superset: bool) -> JSON:
+        return card_to_v03(card, superset=superset)
+
+
+__all__ = ["V03Compat"]

@@ -8,23 +8,14 @@ header-less discovery by either generation.
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from quineling.a2a.errors import VersionNotSupportedError
+from quineling.a2a.versions import speaks_v03
 
 Json = dict[str, Any]
 
 V03_DEFAULT_VERSION = "0.3"
-_VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$")
-
-
-def is_legacy_version(version: Any) -> bool:
-    """True for an empty version or one in [0.3, 1.0) (patch numbers ignored)."""
-    if not version:
-        return True
-    match = _VERSION.match(str(version))
-    return bool(match) and (0, 3) <= (int(match[1]), int(match[2])) < (1, 0)
 
 
 def _interface_to_v03(interface: Json) -> Json:
@@ -133,7 +124,7 @@ def card_to_v03(card: Json, *, superset: bool) -> Json:
     ``url``/``preferredTransport``/``protocolVersion`` (its own value, else "0.3", as JS and PY do).
     """
     interfaces = card.get("supportedInterfaces") or []
-    legacy = [i for i in interfaces if is_legacy_version(i.get("protocolVersion"))]
+    legacy = [i for i in interfaces if speaks_v03(i.get("protocolVersion"))]
     if not legacy:
         raise VersionNotSupportedError("The agent declares no interface for protocol version 0.3")
     primary = legacy[0]
