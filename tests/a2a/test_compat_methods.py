@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from quineling.a2a import errors
-from quineling.a2a.compat_v03 import (
+from quineling.a2a.compat_v03.methods import (
     V03_METHODS,
     V03_STREAM_METHODS,
     call_v03,
