@@ -108,25 +108,6 @@ def test_every_lua_script_documents_its_keys_arguments_and_return() -> None:
         assert "Returns" in comment or "Defines" in comment, script.name
 
 
-def test_a_task_stored_before_versions_existed_gets_one_on_first_sight() -> None:
-    """Redis data written by an older release has no version entry: such a task must not pass for absent."""
-    import fakeredis
-
-    from stores import RedisBackend, TaskConflict
-
-    backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="legacy")
-    store = backend.task_store()
-    store.save("s", {"id": "old", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}})
-    backend.connection.client.delete(keys.task_keys("legacy", "s")["version"])  # as an older release left it
-    with pytest.raises(TaskConflict):
-        store.save("s", {"id": "old", "status": {"state": "TASK_STATE_COMPLETED"}}, expect_version=0)
-    current = store.load_versioned("s", "old")
-    assert current.version > 0 and current.value is not None
-    store.save(
-        "s", {"id": "old", "status": {"state": "TASK_STATE_COMPLETED"}}, expect_version=current.version
-    )
-
-
 def test_each_thread_calls_redis_on_a_connection_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
