@@ -21,15 +21,10 @@ local function remove_task(field)
   redis.call('HDEL', KEYS[7], field)
 end
 
--- A stored task's version; 0 when the task does not exist. A task stored before versions existed gets one
--- on first sight (its only write), so it never passes for absent.
+-- A stored task's version; 0 when the task does not exist (every save sets one: apply_task_write in
+-- task_write.lua).
 local function version_of(field)
-  local version = redis.call('HGET', KEYS[7], field)
-  if version then return tonumber(version) end
-  if redis.call('HEXISTS', KEYS[1], field) == 0 then return 0 end
-  version = redis.call('HINCRBY', KEYS[6], 'next_ver', 1)
-  redis.call('HSET', KEYS[7], field, version)
-  return version
+  return tonumber(redis.call('HGET', KEYS[7], field) or '0')
 end
 
 -- Lazy expiry: paused tasks last updated at or before the cutoff (now - ttl) are gone.

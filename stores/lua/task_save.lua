@@ -5,8 +5,7 @@
 -- ARGV[1..12] the task save, ARGV[13..] its events (see task_write.lua: ARGV[1] task field, ARGV[2] task
 --          JSON, ..., ARGV[6] expiry cutoff, ..., ARGV[12] expected version)
 -- Returns {"ok", sequence, new version}, {"too_large"}, {"task_conflict", current version} or {"full"}; on
--- anything but "ok" no task was changed (only already-expired paused tasks may have been dropped, and a task
--- stored before versions existed may have been given its version; see version_of).
+-- anything but "ok" no task was changed (only already-expired paused tasks may have been dropped).
 local write = read_task_write(1)
 expire_paused(write.cutoff)
 local checked = check_task_write(write)

@@ -11,8 +11,8 @@
 --                                                "0" = must not exist, n = stored version must be n
 --   +12 .. #ARGV  event JSONs to append, in order
 -- Defines read_task_write(at) -> task save table, check_task_write(w) -> {refusal = {"too_large"} |
--- {"task_conflict", current version} | {"full"}} or {plan} (writes nothing, except what version_of may give a
--- task stored before versions existed), and apply_task_write(w, plan, stream) -> sequence, new version.
+-- {"task_conflict", current version} | {"full"}} or {plan} (writes nothing), and
+-- apply_task_write(w, plan, stream) -> sequence, new version.
 local function read_task_write(at)
   return {
     field = ARGV[at], body = ARGV[at + 1], info = ARGV[at + 2], retention = ARGV[at + 3],

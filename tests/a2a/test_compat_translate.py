@@ -10,36 +10,31 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quineling.a2a import errors
-from quineling.a2a.compat_v03 import (
+from quineling.a2a.compat_v03.card import card_to_v03
+from quineling.a2a.compat_v03.params import (
+    push_config_to_v03,
+    push_config_to_v1,
+    send_config_to_v1,
+    send_params_to_v1,
+    task_push_config_to_v03,
+    task_push_config_to_v1,
+)
+from quineling.a2a.compat_v03.translate import (
     DATA_PART_COMPAT,
     artifact_update_to_v03,
-    artifact_update_to_v1,
-    card_to_v03,
     error_to_v03,
-    is_legacy_version,
     message_to_v03,
     message_to_v1,
     part_to_v03,
     part_to_v1,
-    push_config_to_v03,
-    push_config_to_v1,
     role_to_v03,
     role_to_v1,
-    send_config_to_v03,
-    send_config_to_v1,
-    send_params_to_v03,
-    send_params_to_v1,
     state_to_v03,
-    state_to_v1,
     status_update_to_v03,
-    status_update_to_v1,
     stream_response_to_v03,
-    stream_response_to_v1,
-    task_push_config_to_v03,
-    task_push_config_to_v1,
     task_to_v03,
-    task_to_v1,
 )
+from quineling.a2a.versions import speaks_v03
 
 STATES = [
     ("submitted", "TASK_STATE_SUBMITTED"),
@@ -106,6 +101,24 @@ FAILED_V1 = {
         },
     },
 }
+FAILED_V03 = {
+    "kind": "task",
+    "id": "t-2",
+    "contextId": "c-1",
+    "status": {
+        "state": "failed",
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {
+            "kind": "message",
+            "messageId": "m-3",
+            "role": "agent",
+            "parts": [{"kind": "text", "text": "unknown word"}],
+            "contextId": "c-1",
+            "taskId": "t-2",
+            "metadata": {"quinelingError": QUINELING_ERROR},
+        },
+    },
+}
 
 
 # --- enums ---------------------------------------------------------------------------------------------
@@ -132,8 +145,7 @@ def test_invalid_v03_role_is_invalid_params(role: Any) -> None:
 
 
 @pytest.mark.parametrize(("v03", "v1"), STATES)
-def test_states_both_ways(v03: str, v1: str) -> None:
-    assert state_to_v1(v03) == v1
+def test_states_to_v03(v03: str, v1: str) -> None:
     assert state_to_v03(v1) == v03
 
 
@@ -142,8 +154,6 @@ def test_state_numbers_and_unmapped_states() -> None:
     assert state_to_v03(8) == "auth-required"
     assert state_to_v03("TASK_STATE_BOGUS") == "unknown"
     assert state_to_v03(None) == "unknown"
-    with pytest.raises(errors.InvalidParamsError):
-        state_to_v1("TASK_STATE_COMPLETED")  # v0.3 input must use v0.3 names
 
 
 # --- parts ---------------------------------------------------------------------------------------------
@@ -303,32 +313,8 @@ def test_bad_v03_messages_are_invalid_params(message: Any, where: str) -> None:
     assert caught.value.message.startswith(where)
 
 
-def test_task_both_ways_and_round_trip() -> None:
+def test_task_to_v03() -> None:
     assert task_to_v03(TASK_V1) == TASK_V03
-    assert task_to_v1(TASK_V03) == TASK_V1
-    assert task_to_v1(task_to_v03(TASK_V1)) == TASK_V1
-    assert task_to_v03(task_to_v1(TASK_V03)) == TASK_V03
-
-
-def test_reference_example_12_7() -> None:
-    v03 = {
-        "kind": "task",
-        "id": "t1",
-        "contextId": "c1",
-        "status": {"state": "completed", "timestamp": "2026-01-01T00:00:00.000Z"},
-        "artifacts": [{"artifactId": "a1", "parts": [{"kind": "data", "data": {"total": 29}}]}],
-        "history": [
-            {
-                "kind": "message",
-                "messageId": "m1",
-                "role": "user",
-                "parts": [{"kind": "text", "text": "hi"}],
-                "contextId": "c1",
-                "taskId": "t1",
-            }
-        ],
-    }
-    assert task_to_v03(task_to_v1(v03)) == v03
 
 
 def test_empty_history_and_artifacts_are_omitted() -> None:
@@ -337,12 +323,7 @@ def test_empty_history_and_artifacts_are_omitted() -> None:
 
 
 def test_failed_task_keeps_its_quineling_error() -> None:
-    v03 = task_to_v03(FAILED_V1)
-    assert v03["status"]["state"] == "failed"
-    message = v03["status"]["message"]
-    assert message["kind"] == "message" and message["role"] == "agent"
-    assert message["metadata"]["quinelingError"] == QUINELING_ERROR
-    assert task_to_v1(v03) == FAILED_V1
+    assert task_to_v03(FAILED_V1) == FAILED_V03
 
 
 # --- stream events -------------------------------------------------------------------------------------
@@ -360,10 +341,9 @@ def test_status_update_final_flag(v03_state: str, v1_state: str) -> None:
         "status": {"state": v03_state},
         "final": v03_state in TERMINAL,
     }
-    assert status_update_to_v1(v03) == v1
 
 
-def test_artifact_update_both_ways() -> None:
+def test_artifact_update_to_v03() -> None:
     v1 = {
         "taskId": "t-1",
         "contextId": "c-1",
@@ -382,45 +362,66 @@ def test_artifact_update_both_ways() -> None:
         "lastChunk": True,
         "metadata": {"x": 1},
     }
-    assert artifact_update_to_v1(v03) == v1
     assert "append" not in artifact_update_to_v03({**v1, "append": None})
 
 
-def test_stream_responses_both_ways() -> None:
-    status = {"taskId": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}
-    artifact = {
-        "taskId": "t-1",
-        "contextId": "c-1",
-        "artifact": {"artifactId": "a", "parts": [{"text": "x"}]},
-    }
-    for response in (
-        {"task": TASK_V1},
-        {"message": USER_V1},
-        {"statusUpdate": status},
-        {"artifactUpdate": artifact},
-    ):
-        v03 = stream_response_to_v03(response)
-        assert v03["kind"] in {"task", "message", "status-update", "artifact-update"}
-        assert stream_response_to_v1(v03) == response
-    with pytest.raises(errors.InvalidParamsError):
-        stream_response_to_v1({"kind": "bogus"})
+STATUS_WORKING_V1 = {"taskId": "t-1", "contextId": "c-1", "status": {"state": "TASK_STATE_WORKING"}}
+ARTIFACT_X_V1 = {
+    "taskId": "t-1",
+    "contextId": "c-1",
+    "artifact": {"artifactId": "a", "parts": [{"text": "x"}]},
+}
+
+
+@pytest.mark.parametrize(
+    ("response", "v03"),
+    [
+        ({"task": TASK_V1}, TASK_V03),
+        ({"message": USER_V1}, USER_V03),
+        (
+            {"statusUpdate": STATUS_WORKING_V1},
+            {
+                "kind": "status-update",
+                "taskId": "t-1",
+                "contextId": "c-1",
+                "status": {"state": "working"},
+                "final": False,
+            },
+        ),
+        (
+            {"artifactUpdate": ARTIFACT_X_V1},
+            {
+                "kind": "artifact-update",
+                "taskId": "t-1",
+                "contextId": "c-1",
+                "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]},
+            },
+        ),
+    ],
+    ids=["task", "message", "statusUpdate", "artifactUpdate"],
+)
+def test_stream_response_to_v03_unwraps(response: dict[str, Any], v03: dict[str, Any]) -> None:
+    assert stream_response_to_v03(response) == v03
+
+
+def test_empty_stream_response_has_no_v03_form() -> None:
     with pytest.raises(errors.InternalError):
         stream_response_to_v03({})
+    with pytest.raises(errors.InternalError):
+        stream_response_to_v03({"task": None})
 
 
 # --- send configuration and push configs ---------------------------------------------------------------
 
 
 def test_send_config_blocking_absent_means_blocking() -> None:
-    """D10: an absent `blocking` waits (v0.3 SDKs), unlike JS compat which returns immediately."""
+    """An absent `blocking` waits (v0.3 SDKs), unlike JS compat which returns immediately."""
     assert send_config_to_v1({}) == {"returnImmediately": False}
     assert send_config_to_v1({"blocking": True}) == {"returnImmediately": False}
     assert send_config_to_v1({"blocking": False}) == {"returnImmediately": True}
-    assert send_config_to_v03({"returnImmediately": True}) == {"blocking": False}
-    assert send_config_to_v03({}) == {"blocking": True}
 
 
-def test_send_config_both_ways() -> None:
+def test_send_config_to_v1() -> None:
     v03 = {
         "acceptedOutputModes": ["application/json"],
         "historyLength": 2,
@@ -434,16 +435,14 @@ def test_send_config_both_ways() -> None:
         "returnImmediately": True,
     }
     assert send_config_to_v1(v03) == v1
-    assert send_config_to_v03(v1) == v03
     with pytest.raises(errors.InvalidParamsError, match="configuration.blocking"):
         send_config_to_v1({"blocking": "yes"})
 
 
-def test_send_params_both_ways() -> None:
+def test_send_params_to_v1() -> None:
     v03 = {"message": USER_V03, "configuration": {"blocking": True}, "metadata": {"trace": "1"}}
     v1 = {"message": USER_V1, "configuration": {"returnImmediately": False}, "metadata": {"trace": "1"}}
     assert send_params_to_v1(v03) == v1
-    assert send_params_to_v03(v1) == v03
     assert send_params_to_v1({"message": USER_V03}) == {"message": USER_V1}  # no config ⇒ 1.0 default
     with pytest.raises(errors.InvalidParamsError, match="^message must be an object"):
         send_params_to_v1({})
@@ -593,7 +592,7 @@ def test_card_primary_and_additional_interfaces() -> None:
     ],
 )
 def test_legacy_version_range(version: Any, legacy: bool) -> None:
-    assert is_legacy_version(version) is legacy
+    assert speaks_v03(version) is legacy
 
 
 def test_card_security_translation() -> None:
@@ -710,35 +709,30 @@ def _v03_leaks(value: Any) -> list[str]:
     return leaks + [f"{p}.{k}={v}" for p, k, v in _walk(value) if k in ("state", "role") and v in lower]
 
 
-def _v1_samples() -> list[Any]:
-    file_parts = [
+# A 1.0 message with every kind of part, including a non-object data value (wrapped for v0.3).
+MIXED_V1 = {
+    **USER_V1,
+    "parts": [
+        *USER_V1["parts"],
         {"raw": "aGk=", "filename": "a", "mediaType": "image/png"},
         {"url": "u", "mediaType": "text/html"},
-    ]
-    message = {
-        **USER_V1,
-        "parts": [
-            *USER_V1["parts"],
-            *file_parts,
-            {"data": [1]},
-            {"data": {"a": 1}, "mediaType": "application/json"},
-        ],
-    }
+        {"data": [1]},
+        {"data": {"a": 1}, "mediaType": "application/json"},
+    ],
+}
+
+
+def _v1_samples() -> list[Any]:
+    """What the service sends a v0.3 client, translated from 1.0."""
     status = {"taskId": "t", "contextId": "c", "status": FAILED_V1["status"]}
     artifact = {"taskId": "t", "contextId": "c", "artifact": TASK_V1["artifacts"][0], "lastChunk": True}
     return [
         task_to_v03(TASK_V1),
         task_to_v03(FAILED_V1),
-        message_to_v03(message),
+        message_to_v03(MIXED_V1),
         *(
             stream_response_to_v03(r)
             for r in ({"task": TASK_V1}, {"statusUpdate": status}, {"artifactUpdate": artifact})
-        ),
-        send_params_to_v03(
-            {
-                "message": message,
-                "configuration": {"returnImmediately": True, "taskPushNotificationConfig": {"url": "u"}},
-            }
         ),
         task_push_config_to_v03(
             {"taskId": "t", "id": "p", "url": "u", "authentication": {"scheme": "Bearer"}}
@@ -764,12 +758,19 @@ def test_superset_card_carries_1_0_fields_only_in_supported_interfaces() -> None
 
 
 def test_translated_1_0_objects_carry_no_v03_field() -> None:
-    v03_samples = [*_v1_samples()[:-1]]  # the card has no 1.0 direction
-    for sample in v03_samples:
-        if sample.get("kind") is not None:
-            translated = stream_response_to_v1(sample)
-        elif "pushNotificationConfig" in sample:
-            translated = task_push_config_to_v1(sample)
-        else:
-            translated = send_params_to_v1(sample)
-        assert _v03_leaks(translated) == [], translated
+    """What a v0.3 client sends (message/send params, a push config), translated to 1.0."""
+    send_params = {
+        "message": message_to_v03(MIXED_V1),
+        "configuration": {
+            "blocking": False,
+            "pushNotificationConfig": {"url": "u", "authentication": {"schemes": ["Bearer"]}},
+        },
+    }
+    assert _v03_leaks(send_params)  # the sample holds every v0.3-only field the translation must drop
+    translated = send_params_to_v1(send_params)
+    assert _v03_leaks(translated) == [], translated
+    push = {
+        "taskId": "t",
+        "pushNotificationConfig": {"id": "p", "url": "u", "authentication": {"schemes": ["B"]}},
+    }
+    assert _v03_leaks(task_push_config_to_v1(push)) == []

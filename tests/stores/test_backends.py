@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quineling.a2a.task_facts import describe_task
 from stores import (
     ChangeSet,
     MemoryBackend,
@@ -105,25 +104,6 @@ def test_every_lua_script_documents_its_keys_arguments_and_return() -> None:
         assert set(re.findall(r"KEYS\[(\d+)", body)) <= documented, script.name
         assert "ARGV" in comment or "no ARGV" in comment, script.name
         assert "Returns" in comment or "Defines" in comment, script.name
-
-
-def test_a_task_stored_before_versions_existed_gets_one_on_first_sight() -> None:
-    """Redis data written by an older release has no version entry: such a task must not pass for absent."""
-    import fakeredis
-
-    from stores import RedisBackend, TaskConflict
-
-    backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="legacy")
-    store = backend.task_store(describe=describe_task)
-    store.save("s", {"id": "old", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}})
-    backend.connection.client.delete(keys.task_keys("legacy", "s")["version"])  # as an older release left it
-    with pytest.raises(TaskConflict):
-        store.save("s", {"id": "old", "status": {"state": "TASK_STATE_COMPLETED"}}, expect_version=0)
-    current = store.load_versioned("s", "old")
-    assert current.version > 0 and current.value is not None
-    store.save(
-        "s", {"id": "old", "status": {"state": "TASK_STATE_COMPLETED"}}, expect_version=current.version
-    )
 
 
 def test_each_thread_calls_redis_on_a_connection_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from quineling.a2a.compat_v03._shape import (
     require_array,
     require_object,
 )
-from quineling.a2a.compat_v03.translate import message_to_v03, message_to_v1
+from quineling.a2a.compat_v03.translate import message_to_v1
 
 # --- push notification configs -------------------------------------------------------------------------
 
@@ -74,24 +74,9 @@ def send_config_to_v1(config: Any, path: str = "configuration") -> Json:
     return out
 
 
-def send_config_to_v03(config: Json) -> Json:
-    out = copy_present(config, {}, "acceptedOutputModes", "historyLength")
-    if config.get("taskPushNotificationConfig"):
-        out["pushNotificationConfig"] = push_config_to_v03(config["taskPushNotificationConfig"])
-    out["blocking"] = not config.get("returnImmediately", False)
-    return out
-
-
 def send_params_to_v1(params: Json) -> Json:
     """v0.3 MessageSendParams → 1.0 SendMessageRequest (no tenant: v0.3 has none)."""
     out: Json = {"message": message_to_v1(params.get("message"))}
     if params.get("configuration") is not None:
         out["configuration"] = send_config_to_v1(params["configuration"])
-    return copy_nonempty(params, out, "metadata")
-
-
-def send_params_to_v03(params: Json) -> Json:
-    out: Json = {"message": message_to_v03(params.get("message") or {})}
-    if params.get("configuration"):
-        out["configuration"] = send_config_to_v03(params["configuration"])
     return copy_nonempty(params, out, "metadata")

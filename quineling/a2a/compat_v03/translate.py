@@ -3,7 +3,9 @@
 ``*_to_v1`` read v0.3 JSON (from a legacy client) and raise :class:`InvalidParamsError` on a shape that cannot
 be translated; fields that merely fail 1.0 validation (a missing ``messageId``…) are passed on for the 1.0
 service to judge, so both generations get the same verdicts. ``*_to_v03`` render the 1.0 service's output for
-a legacy client. No function mutates its input or returns an alias of it.
+a legacy client. Of these objects a legacy client only ever sends messages (and their parts), so only those
+have a ``*_to_v1``; tasks, statuses, artifacts and stream events only travel towards the client. No function
+mutates its input or returns an alias of it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ _STATE_PAIRS = (
     ("rejected", "TASK_STATE_REJECTED"),
     ("auth-required", "TASK_STATE_AUTH_REQUIRED"),
 )  # in 1.0 enum-number order, so the index is the proto number
-_STATES_TO_V1 = dict(_STATE_PAIRS)
 _STATES_TO_V03 = {v1: v03 for v03, v1 in _STATE_PAIRS}
 TERMINAL_V03_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
 
@@ -55,12 +56,6 @@ def role_to_v1(role: Any, path: str = "message.role") -> str:
 def role_to_v03(role: Any) -> str:
     # v0.3 knows only two roles; everything that is not the user is the agent (JS and PY agree).
     return "user" if role == "ROLE_USER" or (role == 1 and not isinstance(role, bool)) else "agent"
-
-
-def state_to_v1(state: Any, path: str = "status.state") -> str:
-    if state not in _STATES_TO_V1:
-        raise invalid(path, f"must be one of {', '.join(_STATES_TO_V1)}")
-    return _STATES_TO_V1[state]
 
 
 def state_to_v03(state: Any) -> str:
@@ -181,14 +176,6 @@ def message_to_v03(message: Json) -> Json:
 _ARTIFACT_FIELDS = ("name", "description", "metadata", "extensions")
 
 
-def artifact_to_v1(artifact: Any, path: str = "artifact") -> Json:
-    artifact = require_object(artifact, path)
-    out = copy_present(artifact, {}, "artifactId")
-    if artifact.get("parts") is not None:
-        out["parts"] = _parts_to_v1(artifact["parts"], f"{path}.parts")
-    return copy_nonempty(artifact, out, *_ARTIFACT_FIELDS)
-
-
 def artifact_to_v03(artifact: Json) -> Json:
     out: Json = {
         "artifactId": artifact.get("artifactId", ""),
@@ -197,33 +184,11 @@ def artifact_to_v03(artifact: Json) -> Json:
     return copy_nonempty(artifact, out, *_ARTIFACT_FIELDS)
 
 
-def status_to_v1(status: Any, path: str = "status") -> Json:
-    status = require_object(status, path)
-    out: Json = {"state": state_to_v1(status.get("state"), f"{path}.state")}
-    if status.get("message") is not None:
-        out["message"] = message_to_v1(status["message"], f"{path}.message")
-    return copy_present(status, out, "timestamp")
-
-
 def status_to_v03(status: Json) -> Json:
     out: Json = {"state": state_to_v03(status.get("state"))}
     if status.get("message"):
         out["message"] = message_to_v03(status["message"])
     return copy_present(status, out, "timestamp")
-
-
-def task_to_v1(task: Any, path: str = "task") -> Json:
-    task = require_object(task, path)
-    check_kind(task, "task", path)
-    out = copy_present(task, {}, "id", "contextId")
-    out["status"] = status_to_v1(task.get("status"), f"{path}.status")
-    artifacts = require_array(task.get("artifacts") or [], f"{path}.artifacts")
-    if artifacts:
-        out["artifacts"] = [artifact_to_v1(a, f"{path}.artifacts[{i}]") for i, a in enumerate(artifacts)]
-    history = require_array(task.get("history") or [], f"{path}.history")
-    if history:
-        out["history"] = [message_to_v1(m, f"{path}.history[{i}]") for i, m in enumerate(history)]
-    return copy_nonempty(task, out, "metadata")
 
 
 def task_to_v03(task: Json) -> Json:
@@ -243,14 +208,6 @@ def task_to_v03(task: Json) -> Json:
 # --- stream events -------------------------------------------------------------------------------------
 
 
-def status_update_to_v1(event: Any, path: str = "event") -> Json:
-    event = require_object(event, path)
-    check_kind(event, "status-update", path)
-    out = copy_present(event, {}, "taskId", "contextId")
-    out["status"] = status_to_v1(event.get("status"), f"{path}.status")
-    return copy_nonempty(event, out, "metadata")  # `final` has no 1.0 form: streams just close
-
-
 def status_update_to_v03(event: Json) -> Json:
     status = status_to_v03(event.get("status") or {})
     out: Json = {
@@ -261,14 +218,6 @@ def status_update_to_v03(event: Json) -> Json:
         "final": is_final_v03(status["state"]),
     }
     return copy_nonempty(event, out, "metadata")
-
-
-def artifact_update_to_v1(event: Any, path: str = "event") -> Json:
-    event = require_object(event, path)
-    check_kind(event, "artifact-update", path)
-    out = copy_present(event, {}, "taskId", "contextId")
-    out["artifact"] = artifact_to_v1(event.get("artifact"), f"{path}.artifact")
-    return copy_present(event, out, "append", "lastChunk", "metadata")
 
 
 def artifact_update_to_v03(event: Json) -> Json:
@@ -287,12 +236,6 @@ _TO_V03 = {
     "statusUpdate": status_update_to_v03,
     "artifactUpdate": artifact_update_to_v03,
 }
-_TO_V1 = {
-    "task": ("task", task_to_v1),
-    "message": ("message", message_to_v1),
-    "status-update": ("statusUpdate", status_update_to_v1),
-    "artifact-update": ("artifactUpdate", artifact_update_to_v1),
-}
 
 
 def stream_response_to_v03(response: Json) -> Json:
@@ -301,15 +244,6 @@ def stream_response_to_v03(response: Json) -> Json:
         if response.get(member) is not None:
             return translate(response[member])
     raise InternalError("An empty stream response cannot be expressed in v0.3")
-
-
-def stream_response_to_v1(obj: Any, path: str = "result") -> Json:
-    """A bare v0.3 Task/Message/event (by ``kind``) → the 1.0 StreamResponse wrapper."""
-    obj = require_object(obj, path)
-    if obj.get("kind") not in _TO_V1:
-        raise invalid(f"{path}.kind", f"must be one of {', '.join(_TO_V1)}")
-    member, translate = _TO_V1[obj["kind"]]
-    return {member: translate(obj, path)}
 
 
 # --- errors --------------------------------------------------------------------------------------------
