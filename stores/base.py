@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from stores.changes import ChangeSet, Key
-
-JSON = dict[str, Any]
+from stores.jsontypes import JSON
 
 
 def task_partition(scope: str) -> str:
