@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from quineling.runtime.program import Body, Program
+from stores.jsontypes import JSON
 
 
 def _node_id(kind: str, name: str, segment: int) -> str:
@@ -27,8 +28,8 @@ def _node_id(kind: str, name: str, segment: int) -> str:
 
 
 def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[dict], list[dict]]:
-    nodes: list[dict[str, Any]] = []
-    edges: list[dict[str, Any]] = []
+    nodes: list[JSON] = []
+    edges: list[JSON] = []
     producer: dict[str, str] = {}
 
     def add(kind: str, prefix: str, name: str, **extra: Any) -> str:
@@ -60,9 +61,9 @@ def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[dic
     return nodes, edges
 
 
-def build_anatomy(program: Program, body: Body) -> dict[str, list[dict[str, Any]]]:
-    nodes: list[dict[str, Any]] = []
-    edges: list[dict[str, Any]] = []
+def build_anatomy(program: Program, body: Body) -> dict[str, list[JSON]]:
+    nodes: list[JSON] = []
+    edges: list[JSON] = []
     for segment in range(body["repeats"]):
         seg_nodes, seg_edges = _segment(program, segment, len(nodes))
         if nodes and seg_nodes:

@@ -20,6 +20,7 @@ from typing import Any
 
 from quineling.runtime.fields import normalize_number
 from quineling.runtime.units import unit_power
+from stores.jsontypes import JSON
 
 OPS = (
     "square", "double", "negate", "abs", "increment", "scale", "sort", "reverse", "keep", "take",
@@ -80,7 +81,7 @@ def out_port_count(op: str) -> int:
     return 2 if op == "allocate" else 1
 
 
-def check_args(op: str, args: Any) -> dict[str, Any]:
+def check_args(op: str, args: Any) -> JSON:
     """The cleaned args of a catalogue op. Raises :class:`ArgError`."""
     if not isinstance(args, Mapping):
         raise ArgError("args must be an object")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from stores.jsontypes import JSON
 
 ERROR_CODES = frozenset(
     {
@@ -40,7 +40,7 @@ class QuinelingError(Exception):
         self.message = message
         self.path = path
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {"code": self.code, "message": self.message, "path": self.path}
 
     def __repr__(self) -> str:

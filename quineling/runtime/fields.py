@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from quineling.runtime.errors import QuinelingError
+from stores.jsontypes import JSON
 
 Spec = Callable[[Any, str], Any]
 UINT32_MAX = 4_294_967_295
@@ -55,13 +56,13 @@ class Optional:
 def record(fields: Mapping[str, Spec | Optional], *, name: str = "object") -> Spec:
     """A closed record: unknown fields are rejected, required fields must be present."""
 
-    def check(value: Any, path: str) -> dict[str, Any]:
+    def check(value: Any, path: str) -> JSON:
         if not isinstance(value, Mapping):
             raise fail(f"{name} must be an object", path)
         for key in value:
             if key not in fields:
                 raise fail(f"unknown field {key!r}", join(path, str(key)))
-        out: dict[str, Any] = {}
+        out: JSON = {}
         for key, spec in fields.items():
             sub = join(path, key)
             if key not in value or (isinstance(spec, Optional) and value[key] is None):
@@ -168,7 +169,7 @@ def nullable(spec: Spec) -> Spec:
 def tagged(tag: str, variants: Mapping[str, Spec]) -> Spec:
     """A closed union discriminated by ``tag`` (e.g. ``kind``); each variant is a :func:`record`."""
 
-    def check(value: Any, path: str) -> dict[str, Any]:
+    def check(value: Any, path: str) -> JSON:
         if not isinstance(value, Mapping):
             raise fail("must be an object", path)
         kind = value.get(tag)

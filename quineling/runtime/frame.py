@@ -36,6 +36,7 @@ from typing import Any
 
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import Body
+from stores.jsontypes import JSON
 
 PHASE_LIMIT = 1e9
 PHASE_STEPS = 65536
@@ -65,9 +66,7 @@ def _check(phase: Any, budget: Any, crests: Any) -> None:
             raise QuinelingError("invalid-request", f"must be an integer in {lo}..{hi}", path)
 
 
-def sample_frame(
-    anatomy: dict[str, Any], body: Body, phase: float, budget: int, crests: int
-) -> dict[str, Any]:
+def sample_frame(anatomy: JSON, body: Body, phase: float, budget: int, crests: int) -> JSON:
     _check(phase, budget, crests)
     node_ids = [node["id"] for node in anatomy["nodes"]]
     n_nodes = len(node_ids)

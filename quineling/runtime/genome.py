@@ -22,6 +22,7 @@ from typing import Any
 
 from quineling.runtime.canonical import sha256_hex
 from quineling.runtime.errors import QuinelingError
+from stores.jsontypes import JSON
 
 MAX_GENOME_BYTES = 1 << 20  # the source size limit; longer genomes cannot hold a valid source
 A_MAX = 0xFFFFFF
@@ -36,16 +37,16 @@ def _groups(source: bytes) -> list[int]:
     return [int.from_bytes(padded[i : i + 3], "big") for i in range(0, len(padded), 3)]
 
 
-def _header(kind: str, source: bytes) -> dict[str, Any]:
+def _header(kind: str, source: bytes) -> JSON:
     return {"format": FORMATS[kind], "version": 1, "length": len(source), "sourceHash": sha256_hex(source)}
 
 
-def harmonics_of(source: bytes) -> dict[str, Any]:
+def harmonics_of(source: bytes) -> JSON:
     partials = [{"k": k, "a": a} for k, a in enumerate(_groups(source), start=1)]
     return {**_header("harmonics", source), "partials": partials}
 
 
-def colors_of(source: bytes) -> dict[str, Any]:
+def colors_of(source: bytes) -> JSON:
     return {**_header("colors", source), "swatches": [f"#{a:06x}" for a in _groups(source)]}
 
 
@@ -62,7 +63,7 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _closed(value: Any, fields: tuple[str, ...], path: str) -> dict[str, Any]:
+def _closed(value: Any, fields: tuple[str, ...], path: str) -> JSON:
     if not isinstance(value, dict):
         raise _fail("must be an object", path)
     for key in value:

@@ -41,6 +41,7 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_finite, join
 from quineling.runtime.program import Program
 from quineling.runtime.units import canonical_unit
+from stores.jsontypes import JSON
 
 FORMAT = "quineling-intent"
 VERSION = 1
@@ -124,12 +125,12 @@ class _Checker:
         return [self.number(v, join(path, i)) for i, v in enumerate(value)]
 
 
-def check_program(program: Any, *, code: str = "invalid-intent", path: str = "") -> dict[str, Any]:
+def check_program(program: Any, *, code: str = "invalid-intent", path: str = "") -> JSON:
     """Check references, ports, types and units; return the interface ``{inputs, outputs}``."""
     return _check(program, code, path)[1]
 
 
-def _check(program: Any, code: str, path: str) -> tuple[Program, dict[str, Any]]:
+def _check(program: Any, code: str, path: str) -> tuple[Program, JSON]:
     """The cleaned program and its interface. Keys beyond inputs/steps/outputs are ignored here."""
     c = _Checker(code)
     if not isinstance(program, Mapping):
@@ -154,7 +155,7 @@ def _check(program: Any, code: str, path: str) -> tuple[Program, dict[str, Any]]
     return {"inputs": inputs, "steps": steps, "outputs": outputs}, interface
 
 
-def _check_input(c: _Checker, item: Any, path: str, ports: dict[str, Port]) -> dict[str, Any]:
+def _check_input(c: _Checker, item: Any, path: str, ports: dict[str, Port]) -> JSON:
     item = c.record(item, INPUT_FIELDS, path, "an input")
     name = c.name(item["name"], join(path, "name"))
     kind = c.choice(item["type"], TYPES, join(path, "type"))
@@ -166,7 +167,7 @@ def _check_input(c: _Checker, item: Any, path: str, ports: dict[str, Port]) -> d
     return {"name": name, "type": kind, "unit": unit, "value": value}
 
 
-def _check_step(c: _Checker, item: Any, path: str, ports: dict[str, Port], ids: set[str]) -> dict[str, Any]:
+def _check_step(c: _Checker, item: Any, path: str, ports: dict[str, Port], ids: set[str]) -> JSON:
     item = c.record(item, STEP_FIELDS, path, "a step")
     ident = c.name(item["id"], join(path, "id"))
     if ident in ids:
@@ -199,9 +200,7 @@ def _check_step(c: _Checker, item: Any, path: str, ports: dict[str, Port], ids: 
     return {"id": ident, "op": op, "args": args, "in": list(sources), "out": list(targets)}
 
 
-def _check_output(
-    c: _Checker, item: Any, path: str, ports: dict[str, Port], names: set[str]
-) -> dict[str, Any]:
+def _check_output(c: _Checker, item: Any, path: str, ports: dict[str, Port], names: set[str]) -> JSON:
     item = c.record(item, OUTPUT_FIELDS, path, "an output")
     name = c.name(item["name"], join(path, "name"))
     if name in names:
@@ -248,7 +247,7 @@ def _reject_unknown_fields(value: Any, path: str) -> None:
                 closed(item.get("args"), ARG_KEYS[item["op"]], join(where, "args"))
 
 
-def validate_intent(value: Any, path: str = "intent") -> dict[str, Any]:
+def validate_intent(value: Any, path: str = "intent") -> JSON:
     """The cleaned intent (integral floats made ints), or the first problem as a ``QuinelingError``."""
     ensure_finite(value, path)
     _reject_unknown_fields(value, path)

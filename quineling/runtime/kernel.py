@@ -26,23 +26,24 @@ from typing import Any
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import normalize_number
 from quineling.runtime.program import Program
+from stores.jsontypes import JSON
 
 Value = float | list[float]
 
 
-def _elementwise(fn: Callable[[float], float]) -> Callable[[Value, dict[str, Any]], list[Value]]:
-    def apply(x: Value, _args: dict[str, Any]) -> list[Value]:
+def _elementwise(fn: Callable[[float], float]) -> Callable[[Value, JSON], list[Value]]:
+    def apply(x: Value, _args: JSON) -> list[Value]:
         return [[fn(v) for v in x] if isinstance(x, list) else fn(x)]
 
     return apply
 
 
-def _scale(x: Value, args: dict[str, Any]) -> list[Value]:
+def _scale(x: Value, args: JSON) -> list[Value]:
     k = float(args["k"])
     return [[v * k for v in x] if isinstance(x, list) else x * k]
 
 
-def _keep(xs: list[float], args: dict[str, Any]) -> list[Value]:
+def _keep(xs: list[float], args: JSON) -> list[Value]:
     want = 0.0 if args["parity"] == "even" else 1.0
     return [[v for v in xs if v.is_integer() and abs(math.fmod(v, 2.0)) == want]]
 
@@ -61,13 +62,13 @@ def _product(xs: list[float]) -> float:
     return total
 
 
-def _allocate(x: float, args: dict[str, Any]) -> list[Value]:
+def _allocate(x: float, args: JSON) -> list[Value]:
     k = float(args["from"])
     allocated = min(max(x, 0.0), k)
     return [allocated, k - allocated]
 
 
-OPS: dict[str, Callable[[Any, dict[str, Any]], list[Value]]] = {
+OPS: dict[str, Callable[[Any, JSON], list[Value]]] = {
     "square": _elementwise(lambda v: v * v),
     "double": _elementwise(lambda v: v * 2.0),
     "negate": _elementwise(lambda v: -v),
@@ -100,13 +101,13 @@ def _public(value: Value) -> Any:
     return normalize_number(value)
 
 
-def execute(program: Program) -> tuple[dict[str, Any], dict[str, str | None], list[dict[str, Any]]]:
+def execute(program: Program) -> tuple[JSON, dict[str, str | None], list[JSON]]:
     """``(outputs {name: value}, units {name: unit}, trace [{step, op, values}])`` of a checked program."""
     ports: dict[str, Value] = {}
     for item in program["inputs"]:
         value = item["value"]
         ports[item["name"]] = [float(v) for v in value] if isinstance(value, list) else float(value)
-    trace: list[dict[str, Any]] = []
+    trace: list[JSON] = []
     for i, step in enumerate(program["steps"]):
         results = OPS[step["op"]](ports[step["in"][0]], step["args"])
         for port, value in zip(step["out"], results, strict=True):

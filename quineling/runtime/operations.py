@@ -8,8 +8,9 @@ from typing import Any
 
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.fields import Spec
+from stores.jsontypes import JSON
 
-Handler = Callable[[dict[str, Any], StateView, Env], Any]
+Handler = Callable[[JSON, StateView, Env], Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from stores.jsontypes import JSON
+
 TRAITS = ("length", "girth", "curl", "hue", "gait", "temper")
 TRAIT_MIN, TRAIT_MAX = -1000, 1000
 REPEATS_MIN, REPEATS_MAX = 1, 8
@@ -40,7 +42,7 @@ class Input(TypedDict):
 class Step(TypedDict):
     id: str
     op: str
-    args: dict[str, Any]
+    args: JSON
     # "in"/"out" are Python keywords in spirit only; TypedDict functional keys keep the wire names.
 
 
@@ -50,10 +52,10 @@ class Output(TypedDict):
     unit: str | None
 
 
-Program = dict[str, Any]
-Body = dict[str, Any]
+Program = JSON
+Body = JSON
 
 
-def program_of(intent: dict[str, Any]) -> Program:
+def program_of(intent: JSON) -> Program:
     """The program part of an intent (or of any mapping holding inputs/steps/outputs)."""
     return {"inputs": intent["inputs"], "steps": intent["steps"], "outputs": intent["outputs"]}

@@ -18,10 +18,11 @@ from quineling.runtime.operations import Operation
 from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError, QuotaExceeded
+from stores.jsontypes import JSON
 
 DEFAULT_SCOPE = "default"
 
-Outcome = dict[str, Any]  # {operation, result}
+Outcome = JSON  # {operation, result}
 # Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
 Attach = Callable[[Outcome | QuinelingError], TaskWrite]
 

@@ -57,6 +57,7 @@ from quineling.runtime.catalogue import ARG_KEYS, PARITIES
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import REPEATS_MAX, REPEATS_MIN, TRAIT_MAX, TRAIT_MIN, TRAITS, Body, Program
 from quineling.runtime.units import canonical_unit
+from stores.jsontypes import JSON
 
 MAX_SOURCE_BYTES = 1 << 20
 MAX_LIST_ITEMS = 1024
@@ -110,7 +111,7 @@ def _render_arg(kind: str, value: Any) -> str:
     return str(value) if kind == "parity" else format_number(value)
 
 
-def _render_step(step: dict[str, Any]) -> str:
+def _render_step(step: JSON) -> str:
     spec = OP_ARGS[step["op"]]
     if set(step["args"]) != {key for key, _ in spec}:
         raise ValueError(f"step {step['id']}: args must be exactly {[k for k, _ in spec]}")
@@ -209,7 +210,7 @@ def _parse_body(line: str) -> Body:
     return {"traits": traits, "repeats": repeats}
 
 
-def _parse_decl(line: str) -> tuple[str, dict[str, Any]]:
+def _parse_decl(line: str) -> tuple[str, JSON]:
     match = _DECL_RX.fullmatch(line)
     if not match:
         kind = line.split(" ", 1)[0]
@@ -236,7 +237,7 @@ def _parse_arg(token: str, key: str, kind: str) -> Any:
     return parse_number(text)
 
 
-def _parse_step(line: str) -> dict[str, Any]:
+def _parse_step(line: str) -> JSON:
     tokens = line.split(" ")
     if len(tokens) < 4:
         raise _Fail("step line must be: step ID OP [ARGS] IN... [-> OUT...]")

@@ -47,6 +47,7 @@ from quineling.runtime.catalogue import (
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.intent import FORMAT, MAX_ELEMENTS, MAX_LIST, MAX_THOUGHT_CHARS, VERSION
 from quineling.runtime.units import canonical_unit
+from stores.jsontypes import JSON
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
@@ -87,7 +88,7 @@ class _Text:
 
 class _Problems:
     def __init__(self) -> None:
-        self.found: list[tuple[str, dict[str, Any]]] = []
+        self.found: list[tuple[str, JSON]] = []
 
     def add(self, outcome: str, code: str, message: str, span: list[int]) -> None:
         self.found.append((outcome, {"code": code, "message": message, "span": list(span)}))
@@ -95,7 +96,7 @@ class _Problems:
     def status(self) -> str:
         return min((outcome for outcome, _ in self.found), key=_RANK.__getitem__)
 
-    def diagnostics(self) -> list[dict[str, Any]]:
+    def diagnostics(self) -> list[JSON]:
         return [d for _, d in sorted(self.found, key=lambda item: item[1]["span"][0])]
 
 
@@ -198,7 +199,7 @@ def _parse_source(stage: _Text, problems: _Problems, assumptions: list[str]) -> 
 @dataclass(slots=True)
 class _Op:
     op: str
-    args: dict[str, Any]
+    args: JSON
     stage: _Text
     unit: _Text | None = None  # allocate's optional unit for K
 
@@ -275,7 +276,7 @@ def _parse_report(stage: _Text, problems: _Problems) -> list[_Text] | None:
     return names
 
 
-def _outcome(status: str, problems: _Problems, assumptions: list[str]) -> dict[str, Any]:
+def _outcome(status: str, problems: _Problems, assumptions: list[str]) -> JSON:
     return {
         "status": status,
         "diagnostics": problems.diagnostics(),
@@ -284,7 +285,7 @@ def _outcome(status: str, problems: _Problems, assumptions: list[str]) -> dict[s
     }
 
 
-def parse_thought(thought: str) -> dict[str, Any]:
+def parse_thought(thought: str) -> JSON:
     """Parse a thought into ``{status, intent?, diagnostics, assumptions, sourceMap}``."""
     if not isinstance(thought, str):
         raise QuinelingError("invalid-request", "thought must be a string", "thought")
@@ -353,12 +354,12 @@ def _typed(
     names: list[_Text],
     problems: _Problems,
     assumptions: list[str],
-) -> dict[str, Any]:
+) -> JSON:
     """Type-check the complete pipeline and build the intent."""
     input_name = "xs" if source.kind == "list" else "x"
     current_ports = [input_name]
     current: list[Port] = [(source.kind, source.unit)]
-    steps: list[dict[str, Any]] = []
+    steps: list[JSON] = []
     for i, op in enumerate(ops, start=1):
         ident = f"s{i}"
         if len(current_ports) > 1:

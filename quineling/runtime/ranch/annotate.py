@@ -14,8 +14,6 @@ naming those residents are cancelled, and the world revision advances once (no s
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.artifact import build_artifact
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
@@ -31,6 +29,7 @@ from quineling.runtime.ranch.world_state import (
     save_world,
 )
 from quineling.runtime.source import parse_source
+from stores.jsontypes import JSON
 
 
 def _invalidate_pins(view: StateView, env: Env, artifact_id: str, new_hash: str) -> None:
@@ -50,7 +49,7 @@ def _invalidate_pins(view: StateView, env: Env, artifact_id: str, new_hash: str)
     save_world(view, env, world)
 
 
-def annotate(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def annotate(args: JSON, view: StateView, env: Env) -> JSON:
     view.prefetch([("artifact", args["artifactId"]), WORLD])
     existing = load_artifact(view, args["artifactId"])
     intent = args["intent"]

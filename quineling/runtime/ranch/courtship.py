@@ -19,21 +19,20 @@ Scores (integers):
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.context import Env
 from quineling.runtime.program import TRAITS
 from quineling.runtime.ranch.world_state import ENERGY_MAX, capped, log, next_id
+from stores.jsontypes import JSON
 
 PROPOSAL_TICKS = 8
 MIN_ENERGY = 50
 
 
-def _distance(a: dict[str, Any], b: dict[str, Any]) -> int:
+def _distance(a: JSON, b: JSON) -> int:
     return abs(a["position"]["x"] - b["position"]["x"]) + abs(a["position"]["y"] - b["position"]["y"])
 
 
-def score(world: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> int:
+def score(world: JSON, a: JSON, b: JSON) -> int:
     value = -_distance(a, b)
     if world["affinity"] == "neutral":
         return value
@@ -47,18 +46,18 @@ def score(world: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> int:
     return value + overlap + gesture + diversity
 
 
-def in_proposal(world: dict[str, Any]) -> set[str]:
+def in_proposal(world: JSON) -> set[str]:
     return {rid for p in world["proposals"] for rid in p["parentResidents"]}
 
 
-def eligible(world: dict[str, Any], r: dict[str, Any], pending: set[str]) -> bool:
+def eligible(world: JSON, r: JSON, pending: set[str]) -> bool:
     return (
         r["stage"] == "adult" and r["participating"] and world["tick"] >= r["restUntil"]
         and r["energy"] >= MIN_ENERGY and r["residentId"] not in pending
     )  # fmt: skip
 
 
-def _court(world: dict[str, Any], env: Env, created: list[str]) -> None:
+def _court(world: JSON, env: Env, created: list[str]) -> None:
     pending = in_proposal(world)
     suitors = sorted(
         (r for r in world["residents"] if eligible(world, r, pending)), key=lambda r: r["residentId"]
@@ -90,7 +89,7 @@ def _court(world: dict[str, Any], env: Env, created: list[str]) -> None:
         log(world, env, "proposed", proposalId=proposal["proposalId"], parentResidents=[rid, partner])
 
 
-def tick_once(world: dict[str, Any], env: Env, summary: dict[str, list[str]]) -> None:
+def tick_once(world: JSON, env: Env, summary: dict[str, list[str]]) -> None:
     world["tick"] = capped(world["tick"] + 1)
     tick = world["tick"]
     for r in world["residents"]:
@@ -112,7 +111,7 @@ def tick_once(world: dict[str, Any], env: Env, summary: dict[str, list[str]]) ->
     _court(world, env, summary["proposed"])
 
 
-def advance(world: dict[str, Any], env: Env, ticks: int) -> list[dict[str, Any]]:
+def advance(world: JSON, env: Env, ticks: int) -> list[JSON]:
     """Run ``ticks`` ticks; the effects summarise what happened (bounded, unlike the event log)."""
     summary: dict[str, list[str]] = {"matured": [], "expired": [], "proposed": []}
     for _ in range(ticks):

@@ -7,6 +7,7 @@ from typing import Any
 from quineling.runtime import fields as f
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import TRAIT_MAX, TRAIT_MIN, TRAITS
+from stores.jsontypes import JSON
 
 COUNTER_MAX = 1_000_000  # timers and counters stop here (design §10)
 PARENT_COUNTS = {"compose": 2, "mate": 2, "merge": 2, "body": 1}
@@ -49,7 +50,7 @@ _input_record = f.record(
 )
 
 
-def offspring_input(value: Any, path: str) -> dict[str, Any]:
+def offspring_input(value: Any, path: str) -> JSON:
     """The complete offspring input; parent count per recipe and override rules are structural checks."""
     cleaned = _input_record(value, path)
     wanted = PARENT_COUNTS[cleaned["recipe"]]

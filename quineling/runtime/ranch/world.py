@@ -31,9 +31,10 @@ from quineling.runtime.ranch.world_state import (
     save_world,
     snapshot,
 )  # fmt: skip
+from stores.jsontypes import JSON
 
 
-def world_create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def world_create(args: JSON, view: StateView, env: Env) -> JSON:
     config = {"worldKey": args["worldKey"], "seed": args["seed"], "affinity": args["affinity"]}
     world = view.get(*WORLD)
     if world is not None:
@@ -48,11 +49,11 @@ def world_create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, A
     return snapshot(world)
 
 
-def world_inspect(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def world_inspect(args: JSON, view: StateView, env: Env) -> JSON:
     return snapshot(load_world(view, args["worldId"], "worldId"))
 
 
-def _check_order(world: dict[str, Any], receipts: dict[str, Any], args: dict[str, Any], payload: str) -> Any:
+def _check_order(world: JSON, receipts: JSON, args: JSON, payload: str) -> Any:
     """The original acknowledgement for an exact retry, ``None`` for a fresh command, or an error."""
     sequence = args["sequence"]
     held = receipts.get(str(sequence))
@@ -73,7 +74,7 @@ def _check_order(world: dict[str, Any], receipts: dict[str, Any], args: dict[str
     return None
 
 
-def world_command(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def world_command(args: JSON, view: StateView, env: Env) -> JSON:
     view.prefetch([WORLD, (WORLD_RECEIPTS, args["worldId"])])
     world = load_world(view, args["worldId"], "worldId")
     receipts = view.get(WORLD_RECEIPTS, world["id"]) or {}
