@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.program import Body, Program
 from stores.jsontypes import JSON
 
@@ -27,12 +25,12 @@ def _node_id(kind: str, name: str, segment: int) -> str:
     return base if segment == 0 else f"{base}#{segment}"
 
 
-def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[dict], list[dict]]:
+def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[JSON], list[JSON]]:
     nodes: list[JSON] = []
     edges: list[JSON] = []
     producer: dict[str, str] = {}
 
-    def add(kind: str, prefix: str, name: str, **extra: Any) -> str:
+    def add(kind: str, prefix: str, name: str, **extra: str) -> str:
         node_id = _node_id(prefix, name, segment)
         nodes.append(
             {"id": node_id, "kind": kind, "name": name, "segment": segment, "spine": spine_start + len(nodes)}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime import fields as f
 from quineling.runtime.artifact import build_artifact
 from quineling.runtime.canonical import sha256_hex
@@ -12,7 +10,7 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.frame import sample_frame
 from quineling.runtime.genome import decode_genome
 from quineling.runtime.intent import check_program, program_of_intent, validate_intent
-from quineling.runtime.kernel import execute
+from quineling.runtime.kernel import Execution, execute
 from quineling.runtime.library import ARTIFACT, RECORD, companions_of, load_artifact, stage_artifact
 from quineling.runtime.operations import Operation, table
 from quineling.runtime.source import parse_source, render_source
@@ -34,7 +32,7 @@ DEFAULT_FRAME = {"budget": 4000, "crests": 2}
 phase = f.number(-MAX_PHASE, MAX_PHASE)
 
 
-def _request(name: str, **fields: Any) -> f.Spec:
+def _request(name: str, **fields: f.Field) -> f.Spec[JSON]:
     return f.record({"operation": f.one_of(name), **fields}, name=f"{name} request")
 
 
@@ -85,12 +83,12 @@ def inspect(args: JSON, view: StateView, env: Env) -> JSON:
     return load_artifact(view, args["artifactId"])
 
 
-def _evaluate(artifact: JSON) -> tuple[JSON, JSON, list[Any]]:
+def _evaluate(artifact: JSON) -> Execution:
     program, _body_, _parents = parse_source(artifact["source"])
     return execute(program)
 
 
-def _record(env: Env, artifact: JSON, parent: str | None, outcome: tuple[Any, Any, Any]) -> JSON:
+def _record(env: Env, artifact: JSON, parent: str | None, outcome: Execution) -> JSON:
     outputs, units, trace = outcome
     return {
         "id": env.new_record_id(),
@@ -155,7 +153,7 @@ def _recovered_source(recovery: JSON) -> str:
         raise QuinelingError("invalid-source", "recovered bytes are not UTF-8", f"recovery.{kind}") from None
 
 
-def _recovery(value: Any, path: str) -> JSON:
+def _recovery(value: object, path: str) -> JSON:
     if not isinstance(value, dict):
         raise QuinelingError("invalid-request", "recovery must be an object", path)
     for key in value:

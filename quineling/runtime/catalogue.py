@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from quineling.runtime.fields import normalize_number
 from quineling.runtime.units import unit_power
@@ -63,7 +62,7 @@ class SignatureError(ValueError):
         self.field = field
 
 
-def to_number(value: Any) -> int | float:
+def to_number(value: object) -> int | float:
     """A finite double, integral values as ints. Raises ``ValueError`` (``NonFinite`` for non-finite)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("must be a number")
@@ -81,7 +80,7 @@ def out_port_count(op: str) -> int:
     return 2 if op == "allocate" else 1
 
 
-def check_args(op: str, args: Any) -> JSON:
+def check_args(op: str, args: object) -> JSON:
     """The cleaned args of a catalogue op. Raises :class:`ArgError`."""
     if not isinstance(args, Mapping):
         raise ArgError("args must be an object")
@@ -113,7 +112,7 @@ def check_args(op: str, args: Any) -> JSON:
     return {}
 
 
-def _number_arg(value: Any, key: str) -> int | float:
+def _number_arg(value: object, key: str) -> int | float:
     try:
         return to_number(value)
     except ValueError as exc:

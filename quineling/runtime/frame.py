@@ -32,7 +32,6 @@ fractions differ by at most an ulp and land on the same step unless they straddl
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import Body
@@ -51,7 +50,7 @@ def phase_fraction(phase: float) -> float:
     return step / PHASE_STEPS
 
 
-def _check(phase: Any, budget: Any, crests: Any) -> None:
+def _check(phase: object, budget: object, crests: object) -> None:
     if isinstance(phase, bool) or not isinstance(phase, int | float):
         raise QuinelingError("invalid-request", "phase must be a number", "phase")
     if not math.isfinite(phase):

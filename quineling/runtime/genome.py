@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
 from quineling.runtime.canonical import sha256_hex
 from quineling.runtime.errors import QuinelingError
@@ -63,7 +62,7 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _closed(value: Any, fields: tuple[str, ...], path: str) -> JSON:
+def _closed(value: object, fields: tuple[str, ...], path: str) -> JSON:
     if not isinstance(value, dict):
         raise _fail("must be an object", path)
     for key in value:
@@ -75,7 +74,7 @@ def _closed(value: Any, fields: tuple[str, ...], path: str) -> JSON:
     return value
 
 
-def _integer(value: Any, lo: int, hi: int, path: str) -> int:
+def _integer(value: object, lo: int, hi: int, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail("must be an integer", path)
     if isinstance(value, float):
@@ -87,28 +86,28 @@ def _integer(value: Any, lo: int, hi: int, path: str) -> int:
     return value
 
 
-def _partial(item: Any, index: int, path: str) -> int:
-    _closed(item, ("k", "a"), path)
+def _partial(item: object, index: int, path: str) -> int:
+    item = _closed(item, ("k", "a"), path)
     if _integer(item["k"], 1, 1 << 62, _join(path, "k")) != index + 1:
         raise _fail(f"k must be {index + 1} (partials count from 1, in order)", _join(path, "k"))
     return _integer(item["a"], 0, A_MAX, _join(path, "a"))
 
 
-def _swatch(item: Any, index: int, path: str) -> int:
+def _swatch(item: object, index: int, path: str) -> int:
     if not isinstance(item, str) or not _SWATCH_RX.fullmatch(item):
         raise _fail("swatch must be #rrggbb in lowercase hex", path)
     return int(item[1:], 16)
 
 
-_DECODERS: dict[str, Callable[[Any, int, str], int]] = {"harmonics": _partial, "colors": _swatch}
+_DECODERS: dict[str, Callable[[object, int, str], int]] = {"harmonics": _partial, "colors": _swatch}
 
 
-def decode_genome(kind: str, value: Any, path: str) -> bytes:
+def decode_genome(kind: str, value: object, path: str) -> bytes:
     """Decode and verify a ``harmonics`` or ``colors`` genome, returning the source bytes."""
     if kind not in FORMATS:
         raise ValueError(f"unknown genome kind {kind!r}")
     items_key = _ITEMS[kind]
-    _closed(value, ("format", "version", "length", "sourceHash", items_key), path)
+    value = _closed(value, ("format", "version", "length", "sourceHash", items_key), path)
     if value["format"] != FORMATS[kind]:
         raise _fail(f"format must be {FORMATS[kind]!r}", _join(path, "format"))
     _integer(value["version"], 1, 1, _join(path, "version"))

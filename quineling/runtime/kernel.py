@@ -25,10 +25,12 @@ from typing import Any
 
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import normalize_number
-from quineling.runtime.program import Program
+from quineling.runtime.program import PortValue, Program
 from stores.jsontypes import JSON
 
 Value = float | list[float]
+# (outputs {name: value}, units {name: unit}, trace [{step, op, values}])
+Execution = tuple[JSON, dict[str, str | None], list[JSON]]
 
 
 def _elementwise(fn: Callable[[float], float]) -> Callable[[Value, JSON], list[Value]]:
@@ -68,6 +70,8 @@ def _allocate(x: float, args: JSON) -> list[Value]:
     return [allocated, k - allocated]
 
 
+# An op's input is a float or a list of floats as its signature says (the checked program guarantees it),
+# so each entry takes the one it needs.
 OPS: dict[str, Callable[[Any, JSON], list[Value]]] = {
     "square": _elementwise(lambda v: v * v),
     "double": _elementwise(lambda v: v * 2.0),
@@ -95,13 +99,13 @@ def _finite(value: Value) -> bool:
     return math.isfinite(value)
 
 
-def _public(value: Value) -> Any:
+def _public(value: Value) -> PortValue:
     if isinstance(value, list):
         return [normalize_number(v) for v in value]
     return normalize_number(value)
 
 
-def execute(program: Program) -> tuple[JSON, dict[str, str | None], list[JSON]]:
+def execute(program: Program) -> Execution:
     """``(outputs {name: value}, units {name: unit}, trace [{step, op, values}])`` of a checked program."""
     ports: dict[str, Value] = {}
     for item in program["inputs"]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.artifact import with_companions
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
@@ -35,7 +33,7 @@ def companions_of(
     intent: JSON | None,
     *,
     thought: str | None = None,
-    source_map: list[Any] | None = None,
+    source_map: list[JSON] | None = None,
 ) -> JSON:
     """Companion metadata for an artifact. The contract is the intent's declared interface."""
     if intent is None:

@@ -21,39 +21,18 @@ An *intent* (design §2) is a program plus ``format``, ``version``, ``name`` and
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
-
 from stores.jsontypes import JSON
 
 TRAITS = ("length", "girth", "curl", "hue", "gait", "temper")
 TRAIT_MIN, TRAIT_MAX = -1000, 1000
 REPEATS_MIN, REPEATS_MAX = 1, 8
 
-PortType = Literal["number", "list"]
-
-
-class Input(TypedDict):
-    name: str
-    type: PortType
-    unit: str | None
-    value: Any
-
-
-class Step(TypedDict):
-    id: str
-    op: str
-    args: JSON
-    # "in"/"out" are Python keywords in spirit only; TypedDict functional keys keep the wire names.
-
-
-class Output(TypedDict):
-    name: str
-    type: PortType
-    unit: str | None
-
-
+# Programs and bodies are JSON documents (stored in artifacts, hashed, sent on the wire); the names say which
+# shape a value has, and the checker in quineling.runtime.intent is what guarantees it.
 Program = JSON
 Body = JSON
+# The value of an input, an output or a step's port: a number, or a list of numbers for a "list" port.
+PortValue = int | float | list[int | float]
 
 
 def program_of(intent: JSON) -> Program:

@@ -9,7 +9,6 @@ what it writes; it only makes sure every outcome it answers with was committed t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from quineling.runtime.context import Env, RuntimeLimits, StateView
 from quineling.runtime.errors import QuinelingError
@@ -69,7 +68,7 @@ class Runtime:
     def limits(self) -> RuntimeLimits:
         return self.env.limits
 
-    def dispatch(self, request: Any, *, scope: str | None = None, attach: Attach | None = None) -> Outcome:
+    def dispatch(self, request: object, *, scope: str | None = None, attach: Attach | None = None) -> Outcome:
         """Run one request ``{operation, …fields}`` and return ``{operation, result}``.
 
         Raises :class:`QuinelingError`; on error nothing of the runtime is committed.
@@ -153,7 +152,7 @@ class Runtime:
         elif expect:
             self.store.commit(scope, ChangeSet(expect=expect))
 
-    def _resolve(self, request: Any) -> Operation:
+    def _resolve(self, request: object) -> Operation:
         if not isinstance(request, Mapping):
             raise QuinelingError("invalid-request", "a request must be an object", None)
         ensure_finite(request)

@@ -51,11 +51,19 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from quineling.runtime.catalogue import ARG_KEYS, PARITIES
 from quineling.runtime.errors import QuinelingError
-from quineling.runtime.program import REPEATS_MAX, REPEATS_MIN, TRAIT_MAX, TRAIT_MIN, TRAITS, Body, Program
+from quineling.runtime.program import (
+    REPEATS_MAX,
+    REPEATS_MIN,
+    TRAIT_MAX,
+    TRAIT_MIN,
+    TRAITS,
+    Body,
+    PortValue,
+    Program,
+)
 from quineling.runtime.units import canonical_unit
 from stores.jsontypes import JSON
 
@@ -84,7 +92,7 @@ _RANK = {"quineling": 0, "body": 1, "parent": 2, "input": 3, "step": 4, "output"
 # ----------------------------------------------------------------------------------------------- rendering
 
 
-def format_number(value: Any) -> str:
+def format_number(value: object) -> str:
     """The canonical spelling of a finite number (see the module docstring)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"not a number: {value!r}")
@@ -101,13 +109,15 @@ def _unit_suffix(unit: str | None) -> str:
     return "" if unit is None else f" {unit}"
 
 
-def _render_value(type_: str, value: Any) -> str:
+def _render_value(type_: str, value: object) -> str:
     if type_ == "list":
+        if not isinstance(value, list):
+            raise ValueError(f"a list value must be a list, not {value!r}")
         return "[" + ", ".join(format_number(v) for v in value) + "]"
     return format_number(value)
 
 
-def _render_arg(kind: str, value: Any) -> str:
+def _render_arg(kind: str, value: object) -> str:
     return str(value) if kind == "parity" else format_number(value)
 
 
@@ -178,7 +188,7 @@ def _name(token: str, what: str) -> str:
     return token
 
 
-def _parse_value(type_: str, text: str) -> Any:
+def _parse_value(type_: str, text: str) -> PortValue:
     if type_ == "number":
         return parse_number(text)
     if not (text.startswith("[") and text.endswith("]")) or len(text) < 3:
@@ -223,7 +233,7 @@ def _parse_decl(line: str) -> tuple[str, JSON]:
     return kind, {"name": name, "from": _name(rest, "output port"), "type": type_, "unit": unit}
 
 
-def _parse_arg(token: str, key: str, kind: str) -> Any:
+def _parse_arg(token: str, key: str, kind: str) -> int | float | str:
     prefix = key + "="
     if not token.startswith(prefix):
         raise _Fail(f"expected argument {key}=…, got {token[:40]!r}")
@@ -269,7 +279,7 @@ def _parse_step(line: str) -> JSON:
     }
 
 
-def parse_source(text: Any, path: str = "source") -> tuple[Program, Body, list[str]]:
+def parse_source(text: object, path: str = "source") -> tuple[Program, Body, list[str]]:
     """Parse canonical source into ``(program, body, parents)``; anything else raises ``invalid-source``."""
 
     def fail(message: str) -> QuinelingError:

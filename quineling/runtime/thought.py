@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from quineling.runtime.catalogue import (
     OPS,
@@ -46,6 +45,7 @@ from quineling.runtime.catalogue import (
 )
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.intent import FORMAT, MAX_ELEMENTS, MAX_LIST, MAX_THOUGHT_CHARS, VERSION
+from quineling.runtime.program import PortValue
 from quineling.runtime.units import canonical_unit
 from stores.jsontypes import JSON
 
@@ -137,7 +137,7 @@ def _unit(text: _Text, problems: _Problems, assumptions: list[str]) -> tuple[boo
 @dataclass(slots=True)
 class _Source:
     kind: str
-    value: Any
+    value: PortValue
     unit: str | None
 
 
@@ -155,9 +155,10 @@ def _parse_source(stage: _Text, problems: _Problems, assumptions: list[str]) -> 
             return None
         values = [_number(item, "list item", problems) for item in items]
         kind, rest = "list", stage.sub(close + 1)
-        if any(v is None for v in values):
+        numbers = [v for v in values if v is not None]
+        if len(numbers) != len(values):
             return None
-        value: Any = values
+        value: PortValue = numbers
     elif text.startswith("range") and _SOURCE_START.match(text):
         words = stage.sub(5).words()
         if not words:
@@ -184,9 +185,10 @@ def _parse_source(stage: _Text, problems: _Problems, assumptions: list[str]) -> 
                 stage.span,
             )
             return None
-        value = _number(stage.sub(0, end), "source", problems)
-        if value is None:
+        number = _number(stage.sub(0, end), "source", problems)
+        if number is None:
             return None
+        value = number
         kind, rest = "number", stage.sub(end)
     ok, unit = _unit(rest, problems, assumptions)
     if not ok:
@@ -222,43 +224,53 @@ def _parse_op(stage: _Text, problems: _Problems) -> _Op | None:
 
     if op == "scale":
         if not args:
-            return missing("scale needs a factor K, e.g. 'scale 3'")
+            missing("scale needs a factor K, e.g. 'scale 3'")
+            return None
         k = _number(args[0], "scale factor", problems)
         if len(args) > 1:
             where = stage.sub(args[1].start - stage.start)
             try:
                 canonical_unit(where.text)
             except ValueError:
-                return bad("scale takes one factor K", where)
+                bad("scale takes one factor K", where)
+                return None
             problems.add("inconsistent", "unit-mismatch", "the scale factor is dimensionless", where.span)
             return None
         return None if k is None else _Op(op, {"k": k}, stage)
     if op == "take":
         if not args:
-            return missing("take needs a count N, e.g. 'take 2'")
+            missing("take needs a count N, e.g. 'take 2'")
+            return None
         if len(args) > 1 or not _INTEGER.fullmatch(args[0].text) or not 1 <= int(args[0].text) <= TAKE_MAX:
-            return bad(f"take needs one integer N in 1..{TAKE_MAX}")
+            bad(f"take needs one integer N in 1..{TAKE_MAX}")
+            return None
         return _Op(op, {"n": int(args[0].text)}, stage)
     if op == "keep":
         if not args:
-            return missing("keep needs 'even' or 'odd'")
+            missing("keep needs 'even' or 'odd'")
+            return None
         if len(args) > 1 or args[0].text not in PARITIES:
-            return bad("keep needs 'even' or 'odd'")
+            bad("keep needs 'even' or 'odd'")
+            return None
         return _Op(op, {"parity": args[0].text}, stage)
     if op == "allocate":
         if not args or (args[0].text == "from" and len(args) == 1):
-            return missing("allocate needs a budget, e.g. 'allocate from 20'")
+            missing("allocate needs a budget, e.g. 'allocate from 20'")
+            return None
         if args[0].text != "from":
-            return bad("write 'allocate from K'")
+            bad("write 'allocate from K'")
+            return None
         k = _number(args[1], "allocate budget", problems)
         if k is None:
             return None
         if k < 0:
-            return bad("allocate needs a budget K >= 0", args[1])
+            bad("allocate needs a budget K >= 0", args[1])
+            return None
         unit = stage.sub(args[1].end - stage.start) if len(args) > 2 else None
         return _Op(op, {"from": k}, stage, unit)
     if args:
-        return bad(f"{op} takes no argument")
+        bad(f"{op} takes no argument")
+        return None
     return _Op(op, {}, stage)
 
 
@@ -291,7 +303,8 @@ def parse_thought(thought: str) -> JSON:
         raise QuinelingError("invalid-request", "thought must be a string", "thought")
     if len(thought) > MAX_THOUGHT_CHARS:
         raise QuinelingError("invalid-request", f"thought is over {MAX_THOUGHT_CHARS} characters", "thought")
-    problems, assumptions = _Problems(), []
+    problems = _Problems()
+    assumptions: list[str] = []
     if not thought.strip():
         problems.add(
             "clarify",

@@ -29,7 +29,9 @@ MIN_ENERGY = 50
 
 
 def _distance(a: JSON, b: JSON) -> int:
-    return abs(a["position"]["x"] - b["position"]["x"]) + abs(a["position"]["y"] - b["position"]["y"])
+    pa: dict[str, int] = a["position"]
+    pb: dict[str, int] = b["position"]
+    return abs(pa["x"] - pb["x"]) + abs(pa["y"] - pb["y"])
 
 
 def score(world: JSON, a: JSON, b: JSON) -> int:
@@ -40,7 +42,9 @@ def score(world: JSON, a: JSON, b: JSON) -> int:
     ops_a, ops_b = set(pa["ops"]), set(pb["ops"])
     union = ops_a | ops_b
     overlap = round(10 * len(ops_a & ops_b) / len(union)) if union else 0
-    spread = sum(abs(pa["traits"][t] - pb["traits"][t]) for t in TRAITS)
+    traits_a: dict[str, int] = pa["traits"]
+    traits_b: dict[str, int] = pb["traits"]
+    spread = sum(abs(traits_a[t] - traits_b[t]) for t in TRAITS)
     gesture = 5 - round(5 * spread / (2000 * len(TRAITS)))
     diversity = 5 if a["artifactId"] != b["artifactId"] else 0
     return value + overlap + gesture + diversity

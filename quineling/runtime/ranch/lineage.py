@@ -71,7 +71,7 @@ def lineage(args: JSON, view: StateView, env: Env) -> JSON:
     return result
 
 
-LINEAGE_REQUEST = {
+LINEAGE_REQUEST: dict[str, f.Field] = {
     "artifactId": f.Optional(f.sha256_id),
     "cursor": f.Optional(f.integer(0, f.UINT32_MAX), 0),
     "limit": f.Optional(f.integer(1, 32), 16),

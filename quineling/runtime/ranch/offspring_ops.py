@@ -54,7 +54,8 @@ def _replay(view: StateView, args: JSON, payload: str) -> JSON | None:
         raise QuinelingError(
             "conflict", f"requestId {args['requestId']} was used with a different admission", "requestId"
         )
-    return receipt["acknowledgement"]
+    acknowledgement: JSON = receipt["acknowledgement"]
+    return acknowledgement
 
 
 def admit(args: JSON, view: StateView, env: Env) -> JSON:
@@ -68,7 +69,12 @@ def admit(args: JSON, view: StateView, env: Env) -> JSON:
             "ineligible", "a pairing origin is admitted into its world, not the library", "target.kind"
         )
     build = rebuild_verified(view, env, args)
-    assert build.candidate is not None and build.program is not None and build.body is not None
+    assert (
+        build.candidate is not None
+        and build.program is not None
+        and build.body is not None
+        and build.interface is not None
+    ), "rebuild_verified returns a ready build or raises"
     artifact = build_artifact(
         build.candidate["childSource"], build.program, build.body, build.parents, build.interface, None
     )

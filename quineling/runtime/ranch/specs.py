@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime import fields as f
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import TRAIT_MAX, TRAIT_MIN, TRAITS
@@ -50,7 +48,7 @@ _input_record = f.record(
 )
 
 
-def offspring_input(value: Any, path: str) -> JSON:
+def offspring_input(value: object, path: str) -> JSON:
     """The complete offspring input; parent count per recipe and override rules are structural checks."""
     cleaned = _input_record(value, path)
     wanted = PARENT_COUNTS[cleaned["recipe"]]
@@ -96,6 +94,6 @@ command = f.tagged(
 )
 
 
-def request(name: str, **fields: Any) -> f.Spec:
+def request(name: str, **fields: f.Field) -> f.Spec[JSON]:
     """A whole request record, ``operation`` included."""
     return f.record({"operation": f.one_of(name), **fields}, name=f"{name} request")

@@ -14,8 +14,6 @@ A refused command changes nothing, not even the sequence.
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime import fields as f
 from quineling.runtime.canonical import canonical_json, hash_json
 from quineling.runtime.context import Env, StateView
@@ -53,13 +51,14 @@ def world_inspect(args: JSON, view: StateView, env: Env) -> JSON:
     return snapshot(load_world(view, args["worldId"], "worldId"))
 
 
-def _check_order(world: JSON, receipts: JSON, args: JSON, payload: str) -> Any:
+def _check_order(world: JSON, receipts: JSON, args: JSON, payload: str) -> JSON | None:
     """The original acknowledgement for an exact retry, ``None`` for a fresh command, or an error."""
     sequence = args["sequence"]
     held = receipts.get(str(sequence))
     if held is not None:
         if held["payloadHash"] == payload:
-            return held["acknowledgement"]
+            acknowledgement: JSON = held["acknowledgement"]
+            return acknowledgement
         raise QuinelingError("conflict", f"sequence {sequence} was used with a different command", "sequence")
     if sequence < world["nextSequence"]:
         raise QuinelingError(
@@ -105,7 +104,7 @@ def world_command(args: JSON, view: StateView, env: Env) -> JSON:
     return ack
 
 
-CREATE_FIELDS = {
+CREATE_FIELDS: dict[str, f.Field] = {
     "worldKey": f.string(1, 64),
     "seed": f.uint32,
     "affinity": f.Optional(f.one_of("structural", "neutral"), "structural"),

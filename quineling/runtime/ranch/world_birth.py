@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
+from quineling.runtime.program import Body, Program
 from quineling.runtime.ranch.courtship import MIN_ENERGY
 from quineling.runtime.ranch.world_state import (
     add_resident,
@@ -45,7 +46,8 @@ def _ineligible(message: str, path: str | None) -> QuinelingError:
 
 
 def _live_proposal(world: JSON, proposal_id: str) -> JSON:
-    for p in world["proposals"]:
+    proposals: list[JSON] = world["proposals"]
+    for p in proposals:
         if p["proposalId"] == proposal_id:
             if world["tick"] >= p["expiresTick"]:
                 raise QuinelingError(
@@ -59,7 +61,7 @@ def _live_proposal(world: JSON, proposal_id: str) -> JSON:
     )
 
 
-def _check_parents(world: JSON, proposal: JSON, offspring: JSON) -> list[dict]:
+def _check_parents(world: JSON, proposal: JSON, offspring: JSON) -> list[JSON]:
     origin = offspring["origin"]
     order = origin["parentResidents"]
     if sorted(order) != sorted(proposal["parentResidents"]):
@@ -103,7 +105,7 @@ def _check_capacity(world: JSON, env: Env, pair: list[str]) -> None:
         )
 
 
-def birth(view: StateView, env: Env, args: JSON, child: JSON, program: dict, body: dict) -> int:
+def birth(view: StateView, env: Env, args: JSON, child: JSON, program: Program, body: Body) -> int:
     """Stage the world birth of ``child`` (the stored artifact); returns the new world revision."""
     offspring, target = args["input"], args["target"]
     origin = offspring["origin"]
@@ -134,4 +136,5 @@ def birth(view: StateView, env: Env, args: JSON, child: JSON, program: dict, bod
         artifactId=child["id"], requestId=args["requestId"])  # fmt: skip
     bump_revision(world)
     save_world(view, env, world)
-    return world["revision"]
+    revision: int = world["revision"]
+    return revision

@@ -25,13 +25,12 @@ Every counter and timer (tick, revision, sequence, epochs, ids, energy timers) s
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from quineling.runtime.canonical import canonical_json, hash_json
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.ranch.specs import COUNTER_MAX
-from stores.jsontypes import JSON
+from stores.jsontypes import JSON, JSONValue
 
 WORLD = ("world", "main")
 WORLD_RECEIPTS = "world-receipts"
@@ -88,7 +87,7 @@ def next_id(world: JSON, counter: str, prefix: str) -> str:
     return f"{prefix}{world['counters'][counter]}"
 
 
-def log(world: JSON, env: Env, kind: str, **details: Any) -> JSON:
+def log(world: JSON, env: Env, kind: str, **details: JSONValue) -> JSON:
     world["counters"]["event"] = capped(world["counters"]["event"] + 1)
     event = {"index": world["counters"]["event"], "tick": world["tick"], "kind": kind, **details}
     world["events"].append(event)
@@ -106,7 +105,8 @@ def place(world: JSON, number: int) -> dict[str, int]:
 
 
 def resident(world: JSON, resident_id: str, path: str) -> JSON:
-    for r in world["residents"]:
+    residents: list[JSON] = world["residents"]
+    for r in residents:
         if r["residentId"] == resident_id:
             return r
     raise QuinelingError("not-found", f"no resident {resident_id} in world {world['id']}", path)
@@ -133,7 +133,8 @@ def profile_of(program: JSON, body: JSON) -> JSON:
 
 def cancel_proposals(world: JSON, env: Env, affected: set[str], reason: str) -> list[str]:
     """Drop every proposal naming an affected resident; returns their ids (logged as ``cancelled``)."""
-    keep, gone = [], []
+    keep: list[JSON] = []
+    gone: list[JSON] = []
     for p in world["proposals"]:
         (gone if affected & set(p["parentResidents"]) else keep).append(p)
     world["proposals"] = keep
