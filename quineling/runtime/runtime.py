@@ -161,5 +161,8 @@ class Runtime:
             raise QuinelingError("invalid-request", "operation must be a string", "operation")
         operation = self.operations.get(name)
         if operation is None:  # the catalogue is closed: naming an operation never enables one
-            raise QuinelingError("unknown-operation", f"unknown operation {name!r}", "operation")
+            valid = ", ".join(sorted(self.operations))
+            raise QuinelingError(
+                "unknown-operation", f"unknown operation {name!r}; valid operations: {valid}", "operation"
+            )
         return operation
