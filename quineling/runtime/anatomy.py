@@ -1,4 +1,4 @@
-"""The authored anatomy of a lifeform: its program laid along a spine, repeated per body segment (design §7).
+"""The authored anatomy of a lifeform: its program laid along a spine, repeated per body segment.
 
 ``build_anatomy(program, body)`` returns ``{"nodes": [...], "edges": [...]}``:
 

@@ -1,4 +1,4 @@
-"""The stored artifact: canonical source plus everything derived from it and its companions (design §4).
+"""The stored artifact: canonical source plus everything derived from it and its companions.
 
 ``id`` is the SHA-256 of the UTF-8 source bytes; ``sizeBytes`` is the UTF-8 length of the sorted compact JSON of
 the artifact *without* ``sizeBytes``, so the aggregate artifact budget counts genomes, anatomy and companions.

@@ -41,7 +41,7 @@ def _body(options: JSON) -> JSON:
 
 
 def _store_program(view: StateView, env: Env, program: JSON, body: JSON, companions: JSON) -> JSON:
-    """Validate a program, then store it as an artifact under the companion rules (design §4).
+    """Validate a program, then store it as an artifact under the companion rules (``stage_artifact``).
 
     When the source is already retained with this very intent, the retained artifact is the answer and the
     derived parts (genomes, anatomy, size) are not built again just to be compared and dropped.

@@ -1,4 +1,4 @@
-"""Canonical JSON and content hashes (design §0)."""
+"""Canonical JSON and content hashes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""The closed operation catalogue (design §1): names, arguments, and type/unit rules.
+"""The closed operation catalogue: names, arguments, and type/unit rules.
 
 Shared by the intent validator, the thought parser and the kernel so that "what an op accepts and
 produces" is written down once. Arithmetic lives in :mod:`quineling.runtime.kernel`.
 
-Decisions the design leaves open:
+Rules beyond the table of names:
 
 * ``take.n`` is an integer ``1..1024`` (lists never exceed 1024 values, so a larger N means nothing new).
 * ``keep`` is typed ``list → list`` only; at run time a non-integral value is neither even nor odd and is

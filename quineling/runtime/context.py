@@ -22,7 +22,9 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class RuntimeLimits:
-    """Runtime capacity (design §10–§11). At capacity new entries are refused; nothing is evicted."""
+    """Runtime capacity. At capacity new entries are refused; nothing is evicted.
+
+    docs/decisions-runtime.md ("State and capacity") says which documents and quotas each limit governs."""
 
     max_artifacts: int = 128
     max_artifact_bytes: int = 32 * MIB

@@ -1,4 +1,4 @@
-"""The runtime's one error type. ``code`` is one of :data:`ERROR_CODES` (design §12)."""
+"""The runtime's one error type. ``code`` is one of :data:`ERROR_CODES`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Closed-record validation for runtime requests (design §0).
+"""Closed-record validation for runtime requests.
 
 Every request object rejects unknown fields at any depth with ``invalid-request`` and a path; numbers must be
 finite (``non-finite``); integer fields accept integral floats such as ``23.0`` (protobuf Struct) and reject

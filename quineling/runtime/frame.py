@@ -1,4 +1,4 @@
-"""Frame sampling: the lifeform's surface at an animation phase (design §7).
+"""Frame sampling: the lifeform's surface at an animation phase.
 
 The body is a tube around a planar spine of length ``L``; the anatomy's nodes own consecutive, equal stretches
 of the spine in node order. The tube is sampled as ``R`` rings of ``M`` points, ``M = max(8, ⌊√(budget/4)⌋)``

@@ -1,4 +1,4 @@
-"""Genomes: two lossless encodings of an artifact's source bytes (design §5).
+"""Genomes: two lossless encodings of an artifact's source bytes.
 
 Both pack the bytes big-endian, three per group; the last group is zero-padded and ``length`` says how many
 bytes are real (padding bytes must be zero when decoding). ``sourceHash`` is ``sha256:<hex>`` of the bytes.
@@ -9,8 +9,8 @@ bytes are real (padding bytes must be zero when decoding). ``sourceHash`` is ``s
   "swatches": ["#rrggbb", …]}`` in lowercase hex.
 
 Decoding checks the closed structure (unknown or missing fields, wrong types), then length, padding and hash;
-every failure is ``invalid-genome`` with a path. Integer fields accept integral floats (design §0). The bytes
-still have to pass source validation afterwards; decoding never interprets them.
+every failure is ``invalid-genome`` with a path. Integer fields accept integral floats, as in every request.
+The bytes still have to pass source validation afterwards; decoding never interprets them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Typed intents (design §2): validation, the program checker, and the intent hash.
+"""Typed intents: validation, the program checker, and the intent hash.
 
 Error classes, in the order they are looked for (the first problem found is raised):
 
@@ -220,7 +220,7 @@ def _check_output(c: _Checker, item: object, path: str, ports: dict[str, Port], 
 
 
 def _reject_unknown_fields(value: object, path: str) -> None:
-    """Closed records (design §0): the first unknown field anywhere → ``invalid-request``."""
+    """Closed records: the first unknown field anywhere → ``invalid-request``."""
 
     def closed(obj: object, fields: tuple[str, ...], where: str) -> None:
         if isinstance(obj, Mapping):

@@ -1,11 +1,11 @@
-"""The evaluation kernel: runs a checked program with the closed catalogue (design §1, §6).
+"""The evaluation kernel: runs a checked program with the closed catalogue.
 
 Arithmetic is IEEE double arithmetic (as in the protobuf/JSON wire model), so every input is converted to
 ``float`` first: this keeps results identical to a JavaScript runtime and makes overflow visible as
 infinity instead of an unbounded Python integer. Any non-finite intermediate fails with ``non-finite`` and
 path ``steps[i]``. Results and trace values write integral floats as ints.
 
-Edge cases the design leaves open (lists may become empty after ``keep``):
+Edge cases (lists may become empty after ``keep``):
 
 * ``sum`` of an empty list is 0, ``product`` 1, ``count`` 0;
 * ``mean`` of an empty list is 0/0 and ``min``/``max`` are ±infinity, so all three fail with

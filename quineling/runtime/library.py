@@ -1,4 +1,4 @@
-"""The artifact library: loading, storing under quotas, and the companion (metadata) rules of design §4."""
+"""The artifact library: loading, storing under quotas, and the companion (metadata) rules."""
 
 from __future__ import annotations
 

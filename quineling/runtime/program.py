@@ -16,7 +16,8 @@ A *body* is ``{"traits": {"length", "girth", "curl", "hue", "gait", "temper": in
 "repeats": int 1..8}``. A lifeform's canonical source (:mod:`quineling.runtime.source`) holds program, body and
 ordered parent hashes; its SHA-256 is the artifact id.
 
-An *intent* (design §2) is a program plus ``format``, ``version``, ``name`` and ``thought``.
+An *intent* (:mod:`quineling.runtime.intent`) is a program plus ``format``, ``version``, ``name`` and
+``thought``.
 """
 
 from __future__ import annotations

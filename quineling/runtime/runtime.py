@@ -25,7 +25,7 @@ Outcome = JSON  # {operation, result}
 # Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
 Attach = Callable[[Outcome | QuinelingError], TaskWrite]
 
-# The sixteen operations of the product (seed "Structured request contract").
+# The sixteen operations of the product: the closed catalogue a request's ``operation`` must name.
 ALL_OPERATIONS = (
     "parse", "create", "compile", "inspect", "run", "reproduce", "recover", "frame",
     "offspringPreview", "offspringFrame", "offspringAdmit", "lineage", "annotate",

@@ -1,4 +1,4 @@
-"""Canonical Quineling source: the text form whose SHA-256 is an artifact's identity (design §3).
+"""Canonical Quineling source: the text form whose SHA-256 is an artifact's identity.
 
 A source is UTF-8 text (in practice ASCII) of at most 1 MiB, made of lines each ending in one LF (so the text
 ends with exactly one newline). No CR, no tabs, no blank lines, no leading/trailing or doubled spaces: tokens
@@ -26,8 +26,8 @@ are separated by exactly one space. Lines appear in this order::
                1e-05, 1.5e+16, 9007199254740994.0 (shortest round-trip digits; exponent form exactly when
                ``repr`` uses it, i.e. decimal exponent < -4 or >= 16)
 
-``OP`` is one of the closed catalogue (design §1). Its ``ARG`` tokens are written ``key=value`` in this fixed
-order and must all be present:
+``OP`` is one of the closed catalogue (:mod:`quineling.runtime.catalogue`). Its ``ARG`` tokens are written
+``key=value`` in this fixed order and must all be present:
 
     square double negate abs increment sort reverse sum mean min max product count   (no args)
     scale k=NUMBER | keep parity=even|odd | take n=INT (n >= 1) | allocate from=NUMBER

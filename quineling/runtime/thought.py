@@ -1,4 +1,4 @@
-"""The thought parser: QDL pipeline text → typed intent (design §1).
+"""The thought parser: QDL pipeline text → typed intent.
 
 ``parse_thought(thought)`` returns ``{status, intent?, diagnostics, assumptions, sourceMap}`` and never
 touches any state. Grammar (stages separated by ``|``, surrounding whitespace ignored)::
@@ -7,7 +7,7 @@ touches any state. Grammar (stages separated by ``|``, surrounding whitespace ig
     op      := NAME [ARGS]        square | scale K | keep even | take N | allocate from K [UNIT] | …
     report  := "report" NAME ("," NAME)*
 
-Decisions the design leaves open:
+Rules beyond the grammar:
 
 * Spans are ``[start, end)`` offsets in Unicode code points into the original (untrimmed) thought.
 * ``range N`` is the list ``1, 2, …, N`` (N an integer 1..1024); this is recorded as an assumption.

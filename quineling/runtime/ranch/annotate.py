@@ -1,4 +1,4 @@
-"""``annotate {artifactId, intent}`` (design §4, §10): attach a companion intent that describes exactly this
+"""``annotate {artifactId, intent}``: attach a companion intent that describes exactly this
 artifact's program, and invalidate world pins that named the old (absent) intent — in one change set.
 
 Graph equality compares the compiled intent's inputs (name, type, unit **and literal value**), steps (id,

@@ -1,4 +1,4 @@
-"""Social time (design §10): the per-tick rules and courtship scoring.
+"""Social time: the per-tick rules and courtship scoring.
 
 Each tick, in order: the tick counter increases (stopping at 1,000,000); participating adults gain 2 energy
 and nursery residents 1 (max 100; non-participating adults rest idle); nursery residents whose

@@ -1,4 +1,4 @@
-"""Child traits (design §8): inheritance, then mutation, then clamping.
+"""Child traits: inheritance, then mutation, then clamping.
 
 * ``overrides`` (only with mutation ``none``) replace the six traits outright.
 * ``mate`` crosses over trait by trait: trait *i* (order ``length, girth, curl, hue, gait, temper``) comes

@@ -1,4 +1,4 @@
-"""Derivations (design §9): the flat, append-order evidence of admitted offspring, and the ``lineage`` query.
+"""Derivations: the flat, append-order evidence of admitted offspring, and the ``lineage`` query.
 
 Storage: ``("lineage", "main")`` is a small index ``{count, bytes, entries: [{index, child, parents}]}`` used
 for caps and filtering; each derivation lives in ``("derivation", "<index>")``. Indexes count from 0. Caps

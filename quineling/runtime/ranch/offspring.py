@@ -1,4 +1,4 @@
-"""Building an offspring candidate from the complete input (design §8) — shared by preview, frame and admit.
+"""Building an offspring candidate from the complete input — shared by preview, frame and admit.
 
 The build reads the parent artifacts (so an admission's commit is checked against their versions) and
 never writes. Order of checks: every parent exists (else ``not-found``, an error: the request names nothing

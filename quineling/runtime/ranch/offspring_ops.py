@@ -1,4 +1,4 @@
-"""``offspringPreview``, ``offspringFrame`` and ``offspringAdmit`` (design §8).
+"""``offspringPreview``, ``offspringFrame`` and ``offspringAdmit``.
 
 Admission receipts are ``("receipt", <requestId>)`` documents ``{requestId, payloadHash, acknowledgement}``
 counted by the store quota ``admission-receipts`` (``limits.max_admission_receipts``, never evicted).

@@ -1,4 +1,4 @@
-"""The four offspring recipes (design §8): how parent programs combine into the child's program.
+"""The four offspring recipes: how parent programs combine into the child's program.
 
 Each recipe returns the child program or raises :class:`Rejected` with typed diagnostics; a rejection is a
 semantic outcome of ``offspringPreview``, not an error.

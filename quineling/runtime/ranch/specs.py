@@ -1,4 +1,4 @@
-"""Closed request records shared by the ranch operations (design §0, §8–§10)."""
+"""Closed request records shared by the ranch operations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import TRAIT_MAX, TRAIT_MIN, TRAITS
 from stores.jsontypes import JSON
 
-COUNTER_MAX = 1_000_000  # timers and counters stop here (design §10)
+COUNTER_MAX = 1_000_000  # every world timer and counter stops here instead of growing without bound
 PARENT_COUNTS = {"compose": 2, "mate": 2, "merge": 2, "body": 1}
 
 world_id = f.string(1, 64)

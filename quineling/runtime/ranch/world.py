@@ -1,4 +1,4 @@
-"""World operations (design §10): ``worldCreate``, ``worldInspect`` and ``worldCommand``.
+"""World operations: ``worldCreate``, ``worldInspect`` and ``worldCommand``.
 
 World receipts live in ``("world-receipts", <worldId>)`` as ``{sequence: {payloadHash, acknowledgement}}``
 (keys are decimal strings). The newest ``limits.max_world_receipts`` are retained; adding one more discards

@@ -1,4 +1,4 @@
-"""Admission into a world (design §10): the rechecks and the compound birth, staged on the world document.
+"""Admission into a world: the rechecks and the compound birth, staged on the world document.
 
 Checks, in order (all before anything is changed; a refusal leaves the world untouched):
 

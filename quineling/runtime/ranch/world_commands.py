@@ -1,4 +1,4 @@
-"""The five world commands (design §10). Each mutates the loaded world in place and returns its effects.
+"""The five world commands. Each mutates the loaded world in place and returns its effects.
 
 * ``import {artifactId}``: a new adult resident (energy 60, participation off) holding a retained artifact
   (``not-found`` otherwise); ``resource-limit`` at ``limits.max_residents``.

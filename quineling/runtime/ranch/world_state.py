@@ -1,4 +1,4 @@
-"""The world document and its small helpers (design §10).
+"""The world document and its small helpers.
 
 ``("world", "main")`` holds the runtime's one world: the public snapshot fields
 ``{id, worldKey, seed, affinity, revision, nextSequence, tick, residents, proposals, events}`` plus private
