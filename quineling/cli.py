@@ -25,11 +25,13 @@ def serve(args: argparse.Namespace) -> int:
         print(f"quineling: {exc}", file=sys.stderr)
         return 2
 
-    class Server(BaseApplication):  # type: ignore[misc]
+    class Server(BaseApplication):
         def load_config(self) -> None:
             for key, value in options.items():
                 self.cfg.set(key, value)
 
+        # The Flask app. types-gunicorn spells a WSGI app's start_response differently from Flask's (typeshed)
+        # WSGI types, so Flask does not match its return type although gunicorn serves it as WSGI.
         def load(self) -> Any:
             from quineling.app import create_app
 

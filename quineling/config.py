@@ -30,7 +30,8 @@ class Settings:
     # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
     tenants: str = ""
     legacy_compat: bool = True
-    card_superset: bool = True  # off: header-less discovery gets the pure 1.0 card (for a TCK run, D7)
+    # Off: header-less discovery gets the pure 1.0 card, e.g. for a strict-schema TCK run (docs/compat-v03.md).
+    card_superset: bool = True
     request_limit_bytes: int = 2 * MIB
     task_max: int = 128
     task_max_bytes: int = 64 * MIB

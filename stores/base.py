@@ -34,8 +34,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from stores.changes import ChangeSet, Key
-
-JSON = dict[str, Any]
+from stores.jsontypes import JSON
 
 
 def task_partition(scope: str) -> str:

@@ -1,4 +1,4 @@
-"""The authored anatomy of a lifeform: its program laid along a spine, repeated per body segment (design §7).
+"""The authored anatomy of a lifeform: its program laid along a spine, repeated per body segment.
 
 ``build_anatomy(program, body)`` returns ``{"nodes": [...], "edges": [...]}``:
 
@@ -16,9 +16,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.program import Body, Program
+from stores.jsontypes import JSON
 
 
 def _node_id(kind: str, name: str, segment: int) -> str:
@@ -26,12 +25,12 @@ def _node_id(kind: str, name: str, segment: int) -> str:
     return base if segment == 0 else f"{base}#{segment}"
 
 
-def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[dict], list[dict]]:
-    nodes: list[dict[str, Any]] = []
-    edges: list[dict[str, Any]] = []
+def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[JSON], list[JSON]]:
+    nodes: list[JSON] = []
+    edges: list[JSON] = []
     producer: dict[str, str] = {}
 
-    def add(kind: str, prefix: str, name: str, **extra: Any) -> str:
+    def add(kind: str, prefix: str, name: str, **extra: str) -> str:
         node_id = _node_id(prefix, name, segment)
         nodes.append(
             {"id": node_id, "kind": kind, "name": name, "segment": segment, "spine": spine_start + len(nodes)}
@@ -60,9 +59,9 @@ def _segment(program: Program, segment: int, spine_start: int) -> tuple[list[dic
     return nodes, edges
 
 
-def build_anatomy(program: Program, body: Body) -> dict[str, list[dict[str, Any]]]:
-    nodes: list[dict[str, Any]] = []
-    edges: list[dict[str, Any]] = []
+def build_anatomy(program: Program, body: Body) -> dict[str, list[JSON]]:
+    nodes: list[JSON] = []
+    edges: list[JSON] = []
     for segment in range(body["repeats"]):
         seg_nodes, seg_edges = _segment(program, segment, len(nodes))
         if nodes and seg_nodes:

@@ -1,4 +1,4 @@
-"""The stored artifact: canonical source plus everything derived from it and its companions (design §4).
+"""The stored artifact: canonical source plus everything derived from it and its companions.
 
 ``id`` is the SHA-256 of the UTF-8 source bytes; ``sizeBytes`` is the UTF-8 length of the sorted compact JSON of
 the artifact *without* ``sizeBytes``, so the aggregate artifact budget counts genomes, anatomy and companions.
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
 
 from quineling.runtime.anatomy import build_anatomy
 from quineling.runtime.canonical import sha256_hex
 from quineling.runtime.genome import colors_of, harmonics_of
 from quineling.runtime.program import Body, Program
+from stores.jsontypes import JSON
 
 COMPANION_KEYS = ("thought", "intent", "intentHash", "contract", "sourceMap")
 
 
-def normalize_companions(companions: dict[str, Any] | None) -> dict[str, Any]:
+def normalize_companions(companions: JSON | None) -> JSON:
     """All five companion keys, missing ones as None; unknown keys are a programming error."""
     companions = companions or {}
     unknown = set(companions) - set(COMPANION_KEYS)
@@ -28,7 +28,7 @@ def normalize_companions(companions: dict[str, Any] | None) -> dict[str, Any]:
     return {key: copy.deepcopy(companions.get(key)) for key in COMPANION_KEYS}
 
 
-def size_of(artifact: dict[str, Any]) -> int:
+def size_of(artifact: JSON) -> int:
     """Bytes of the artifact's JSON (without ``sizeBytes``), the measure of the aggregate budget.
 
     Plain sorted JSON, not canonical_json: the artifact is built from normalized values, and skipping the
@@ -43,11 +43,11 @@ def build_artifact(
     program: Program,
     body: Body,
     parents: list[str],
-    interface: dict[str, Any],
-    companions: dict[str, Any] | None,
-) -> dict[str, Any]:
+    interface: JSON,
+    companions: JSON | None,
+) -> JSON:
     data = source.encode("utf-8")
-    artifact: dict[str, Any] = {
+    artifact: JSON = {
         "id": sha256_hex(data),
         "source": source,
         "interface": interface,
@@ -61,7 +61,7 @@ def build_artifact(
     return artifact
 
 
-def with_companions(artifact: dict[str, Any], companions: dict[str, Any] | None) -> dict[str, Any]:
+def with_companions(artifact: JSON, companions: JSON | None) -> JSON:
     """A copy of ``artifact`` with its companions replaced and ``sizeBytes`` recomputed (id unchanged)."""
     updated = {**artifact, "companions": normalize_companions(companions)}
     updated["sizeBytes"] = size_of(updated)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime import fields as f
 from quineling.runtime.artifact import build_artifact
 from quineling.runtime.canonical import sha256_hex
@@ -12,12 +10,13 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.frame import sample_frame
 from quineling.runtime.genome import decode_genome
 from quineling.runtime.intent import check_program, program_of_intent, validate_intent
-from quineling.runtime.kernel import execute
+from quineling.runtime.kernel import Execution, execute
 from quineling.runtime.library import ARTIFACT, RECORD, companions_of, load_artifact, stage_artifact
 from quineling.runtime.operations import Operation, table
 from quineling.runtime.source import parse_source, render_source
 from quineling.runtime.thought import parse_thought
 from quineling.runtime.traits import traits_from_seed
+from stores.jsontypes import JSON
 
 MAX_PHASE = 1e9
 
@@ -33,18 +32,16 @@ DEFAULT_FRAME = {"budget": 4000, "crests": 2}
 phase = f.number(-MAX_PHASE, MAX_PHASE)
 
 
-def _request(name: str, **fields: Any) -> f.Spec:
+def _request(name: str, **fields: f.Field) -> f.Spec[JSON]:
     return f.record({"operation": f.one_of(name), **fields}, name=f"{name} request")
 
 
-def _body(options: dict[str, Any]) -> dict[str, Any]:
+def _body(options: JSON) -> JSON:
     return {"traits": traits_from_seed(options["seed"]), "repeats": options["repeats"]}
 
 
-def _store_program(
-    view: StateView, env: Env, program: dict[str, Any], body: dict[str, Any], companions: dict[str, Any]
-) -> dict[str, Any]:
-    """Validate a program, then store it as an artifact under the companion rules (design §4).
+def _store_program(view: StateView, env: Env, program: JSON, body: JSON, companions: JSON) -> JSON:
+    """Validate a program, then store it as an artifact under the companion rules (``stage_artifact``).
 
     When the source is already retained with this very intent, the retained artifact is the answer and the
     derived parts (genomes, anatomy, size) are not built again just to be compared and dropped.
@@ -57,11 +54,11 @@ def _store_program(
     return stage_artifact(view, env, build_artifact(source, program, body, [], interface, companions))
 
 
-def parse(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def parse(args: JSON, view: StateView, env: Env) -> JSON:
     return parse_thought(args["thought"])
 
 
-def create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def create(args: JSON, view: StateView, env: Env) -> JSON:
     outcome = parse_thought(args["thought"])
     if outcome["status"] != "parsed":
         return outcome
@@ -77,23 +74,21 @@ def create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
     }
 
 
-def compile_(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def compile_(args: JSON, view: StateView, env: Env) -> JSON:
     intent = args["intent"]
     return _store_program(view, env, program_of_intent(intent), _body(args["options"]), companions_of(intent))
 
 
-def inspect(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def inspect(args: JSON, view: StateView, env: Env) -> JSON:
     return load_artifact(view, args["artifactId"])
 
 
-def _evaluate(artifact: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+def _evaluate(artifact: JSON) -> Execution:
     program, _body_, _parents = parse_source(artifact["source"])
     return execute(program)
 
 
-def _record(
-    env: Env, artifact: dict[str, Any], parent: str | None, outcome: tuple[Any, Any, Any]
-) -> dict[str, Any]:
+def _record(env: Env, artifact: JSON, parent: str | None, outcome: Execution) -> JSON:
     outputs, units, trace = outcome
     return {
         "id": env.new_record_id(),
@@ -107,19 +102,19 @@ def _record(
     }
 
 
-def _store_record(view: StateView, env: Env, record: dict[str, Any]) -> None:
+def _store_record(view: StateView, env: Env, record: JSON) -> None:
     view.insert(RECORD, record["id"], record)
     view.quota("records", 1, env.limits.max_records)
 
 
-def run(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def run(args: JSON, view: StateView, env: Env) -> JSON:
     artifact = load_artifact(view, args["artifactId"])
     record = _record(env, artifact, None, _evaluate(artifact))
     _store_record(view, env, record)
     return record
 
 
-def reproduce(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def reproduce(args: JSON, view: StateView, env: Env) -> JSON:
     view.prefetch([("artifact", args["artifactId"]), (RECORD, args["recordId"])])
     artifact = load_artifact(view, args["artifactId"])
     parent = view.get(RECORD, args["recordId"])
@@ -140,7 +135,7 @@ def reproduce(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]
     return {"artifact": artifact, "record": record}
 
 
-def _recovered_source(recovery: dict[str, Any]) -> str:
+def _recovered_source(recovery: JSON) -> str:
     present = [k for k in ("source", "harmonics", "colors") if k in recovery]
     if len(present) != 1:
         raise QuinelingError(
@@ -158,7 +153,7 @@ def _recovered_source(recovery: dict[str, Any]) -> str:
         raise QuinelingError("invalid-source", "recovered bytes are not UTF-8", f"recovery.{kind}") from None
 
 
-def _recovery(value: Any, path: str) -> dict[str, Any]:
+def _recovery(value: object, path: str) -> JSON:
     if not isinstance(value, dict):
         raise QuinelingError("invalid-request", "recovery must be an object", path)
     for key in value:
@@ -167,7 +162,7 @@ def _recovery(value: Any, path: str) -> dict[str, Any]:
     return value
 
 
-def recover(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def recover(args: JSON, view: StateView, env: Env) -> JSON:
     source = _recovered_source(args["recovery"])
     program, body, parents = parse_source(source, "recovery")
     interface = check_program(program, code="invalid-source", path="recovery")
@@ -178,7 +173,7 @@ def recover(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
     return stage_artifact(view, env, artifact)
 
 
-def frame(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def frame(args: JSON, view: StateView, env: Env) -> JSON:
     artifact = load_artifact(view, args["artifactId"])
     options = args["options"]
     return sample_frame(

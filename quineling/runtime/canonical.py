@@ -1,20 +1,21 @@
-"""Canonical JSON and content hashes (design §0)."""
+"""Canonical JSON and content hashes."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+
+from stores.jsontypes import JSONValue
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: JSONValue) -> str:
     """Sorted keys, no insignificant whitespace, integral floats as integers, no NaN/Infinity."""
     return json.dumps(
         _integralize(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
 
 
-def _integralize(value: Any) -> Any:
+def _integralize(value: JSONValue) -> JSONValue:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     if isinstance(value, dict):
@@ -30,5 +31,5 @@ def sha256_hex(data: bytes | str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def hash_json(value: Any) -> str:
+def hash_json(value: JSONValue) -> str:
     return sha256_hex(canonical_json(value))

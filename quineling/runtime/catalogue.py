@@ -1,9 +1,9 @@
-"""The closed operation catalogue (design §1): names, arguments, and type/unit rules.
+"""The closed operation catalogue: names, arguments, and type/unit rules.
 
 Shared by the intent validator, the thought parser and the kernel so that "what an op accepts and
 produces" is written down once. Arithmetic lives in :mod:`quineling.runtime.kernel`.
 
-Decisions the design leaves open:
+Rules beyond the table of names:
 
 * ``take.n`` is an integer ``1..1024`` (lists never exceed 1024 values, so a larger N means nothing new).
 * ``keep`` is typed ``list → list`` only; at run time a non-integral value is neither even nor odd and is
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from quineling.runtime.fields import normalize_number
 from quineling.runtime.units import unit_power
+from stores.jsontypes import JSON
 
 OPS = (
     "square", "double", "negate", "abs", "increment", "scale", "sort", "reverse", "keep", "take",
@@ -62,7 +62,7 @@ class SignatureError(ValueError):
         self.field = field
 
 
-def to_number(value: Any) -> int | float:
+def to_number(value: object) -> int | float:
     """A finite double, integral values as ints. Raises ``ValueError`` (``NonFinite`` for non-finite)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("must be a number")
@@ -80,7 +80,7 @@ def out_port_count(op: str) -> int:
     return 2 if op == "allocate" else 1
 
 
-def check_args(op: str, args: Any) -> dict[str, Any]:
+def check_args(op: str, args: object) -> JSON:
     """The cleaned args of a catalogue op. Raises :class:`ArgError`."""
     if not isinstance(args, Mapping):
         raise ArgError("args must be an object")
@@ -112,7 +112,7 @@ def check_args(op: str, args: Any) -> dict[str, Any]:
     return {}
 
 
-def _number_arg(value: Any, key: str) -> int | float:
+def _number_arg(value: object, key: str) -> int | float:
     try:
         return to_number(value)
     except ValueError as exc:

@@ -12,17 +12,19 @@ import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from stores.base import StateStore
 from stores.changes import ChangeSet, Key, Quota
+from stores.jsontypes import JSON
 
 MIB = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeLimits:
-    """Runtime capacity (design §10–§11). At capacity new entries are refused; nothing is evicted."""
+    """Runtime capacity. At capacity new entries are refused; nothing is evicted.
+
+    docs/decisions-runtime.md ("State and capacity") says which documents and quotas each limit governs."""
 
     max_artifacts: int = 128
     max_artifact_bytes: int = 32 * MIB
@@ -72,9 +74,9 @@ class StateView:
     def __init__(self, store: StateStore, scope: str) -> None:
         self._store = store
         self._scope = scope
-        self._values: dict[Key, dict[str, Any] | None] = {}
+        self._values: dict[Key, JSON | None] = {}
         self._expect: dict[Key, int] = {}
-        self._put: dict[Key, dict[str, Any]] = {}
+        self._put: dict[Key, JSON] = {}
         self._delete: set[Key] = set()
         self._quotas: list[Quota] = []
         self._reads = 0
@@ -106,7 +108,7 @@ class StateView:
             self._expect[key] = versioned.version
             self._unconfirmed |= not versioned.confirmed
 
-    def get(self, kind: str, ident: str) -> dict[str, Any] | None:
+    def get(self, kind: str, ident: str) -> JSON | None:
         """The current value (staged writes included), or ``None`` when absent."""
         key = (kind, ident)
         if key in self._put:
@@ -116,13 +118,13 @@ class StateView:
         self.prefetch([key])
         return self._values[key]
 
-    def put(self, kind: str, ident: str, value: dict[str, Any]) -> None:
+    def put(self, kind: str, ident: str, value: JSON) -> None:
         key = (kind, ident)
         self.prefetch([key])  # a write depends on what it replaces
         self._delete.discard(key)
         self._put[key] = value
 
-    def insert(self, kind: str, ident: str, value: dict[str, Any]) -> None:
+    def insert(self, kind: str, ident: str, value: JSON) -> None:
         """Stage a document under a fresh id without reading it first: the commit requires it to be absent.
 
         Saves a round trip for ids that cannot exist yet (random record ids); a clash is a conflict.

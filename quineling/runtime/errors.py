@@ -1,8 +1,8 @@
-"""The runtime's one error type. ``code`` is one of :data:`ERROR_CODES` (design §12)."""
+"""The runtime's one error type. ``code`` is one of :data:`ERROR_CODES`."""
 
 from __future__ import annotations
 
-from typing import Any
+from stores.jsontypes import JSON
 
 ERROR_CODES = frozenset(
     {
@@ -40,7 +40,7 @@ class QuinelingError(Exception):
         self.message = message
         self.path = path
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {"code": self.code, "message": self.message, "path": self.path}
 
     def __repr__(self) -> str:

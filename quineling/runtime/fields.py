@@ -1,4 +1,4 @@
-"""Closed-record validation for runtime requests (design §0).
+"""Closed-record validation for runtime requests.
 
 Every request object rejects unknown fields at any depth with ``invalid-request`` and a path; numbers must be
 finite (``non-finite``); integer fields accept integral floats such as ``23.0`` (protobuf Struct) and reject
@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 from quineling.runtime.errors import QuinelingError
+from stores.jsontypes import JSON
 
-Spec = Callable[[Any, str], Any]
+T = TypeVar("T")
+# Takes an untrusted value (hence ``object``) and its path; returns the cleaned value or raises.
+Spec: TypeAlias = Callable[[object, str], T]
 UINT32_MAX = 4_294_967_295
 _MISSING = object()
 
@@ -31,7 +34,7 @@ def fail(message: str, path: str, code: str = "invalid-request") -> QuinelingErr
     return QuinelingError(code, message, path or None)
 
 
-def ensure_finite(value: Any, path: str = "") -> None:
+def ensure_finite(value: object, path: str = "") -> None:
     """Reject NaN/Infinity anywhere inside ``value`` (dicts, lists, numbers)."""
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -47,21 +50,25 @@ def ensure_finite(value: Any, path: str = "") -> None:
 class Optional:
     """Marks a record field as optional; ``default`` is used when it is absent (or omitted if _MISSING)."""
 
-    def __init__(self, spec: Spec, default: Any = _MISSING) -> None:
+    def __init__(self, spec: Spec[Any], default: object = _MISSING) -> None:
         self.spec = spec
         self.default = default
 
 
-def record(fields: Mapping[str, Spec | Optional], *, name: str = "object") -> Spec:
+# What a record maps a field name to: the field's spec, or that spec marked optional.
+Field: TypeAlias = "Spec[Any] | Optional"
+
+
+def record(fields: Mapping[str, Field], *, name: str = "object") -> Spec[JSON]:
     """A closed record: unknown fields are rejected, required fields must be present."""
 
-    def check(value: Any, path: str) -> dict[str, Any]:
+    def check(value: object, path: str) -> JSON:
         if not isinstance(value, Mapping):
             raise fail(f"{name} must be an object", path)
         for key in value:
             if key not in fields:
                 raise fail(f"unknown field {key!r}", join(path, str(key)))
-        out: dict[str, Any] = {}
+        out: JSON = {}
         for key, spec in fields.items():
             sub = join(path, key)
             if key not in value or (isinstance(spec, Optional) and value[key] is None):
@@ -77,8 +84,8 @@ def record(fields: Mapping[str, Spec | Optional], *, name: str = "object") -> Sp
     return check
 
 
-def integer(lo: int, hi: int) -> Spec:
-    def check(value: Any, path: str) -> int:
+def integer(lo: int, hi: int) -> Spec[int]:
+    def check(value: object, path: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise fail("must be an integer", path)
         if isinstance(value, float):
@@ -97,8 +104,8 @@ def integer(lo: int, hi: int) -> Spec:
 uint32 = integer(0, UINT32_MAX)
 
 
-def number(lo: float = -math.inf, hi: float = math.inf) -> Spec:
-    def check(value: Any, path: str) -> int | float:
+def number(lo: float = -math.inf, hi: float = math.inf) -> Spec[int | float]:
+    def check(value: object, path: str) -> int | float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise fail("must be a number", path)
         if isinstance(value, float) and not math.isfinite(value):
@@ -117,10 +124,10 @@ def normalize_number(value: int | float) -> int | float:
     return value
 
 
-def string(min_len: int = 0, max_len: int = 1 << 20, pattern: str | None = None) -> Spec:
+def string(min_len: int = 0, max_len: int = 1 << 20, pattern: str | None = None) -> Spec[str]:
     rx = re.compile(pattern) if pattern else None
 
-    def check(value: Any, path: str) -> str:
+    def check(value: object, path: str) -> str:
         if not isinstance(value, str):
             raise fail("must be a string", path)
         if not min_len <= len(value) <= max_len:
@@ -132,23 +139,23 @@ def string(min_len: int = 0, max_len: int = 1 << 20, pattern: str | None = None)
     return check
 
 
-def boolean(value: Any, path: str) -> bool:
+def boolean(value: object, path: str) -> bool:
     if not isinstance(value, bool):
         raise fail("must be true or false", path)
     return value
 
 
-def one_of(*choices: str) -> Spec:
-    def check(value: Any, path: str) -> str:
-        if value not in choices:
+def one_of(*choices: str) -> Spec[str]:
+    def check(value: object, path: str) -> str:
+        if not isinstance(value, str) or value not in choices:
             raise fail(f"must be one of {', '.join(choices)}", path)
         return value
 
     return check
 
 
-def list_of(item: Spec, min_len: int = 0, max_len: int = 1 << 20) -> Spec:
-    def check(value: Any, path: str) -> list[Any]:
+def list_of(item: Spec[T], min_len: int = 0, max_len: int = 1 << 20) -> Spec[list[T]]:
+    def check(value: object, path: str) -> list[T]:
         if not isinstance(value, list):
             raise fail("must be an array", path)
         if not min_len <= len(value) <= max_len:
@@ -158,28 +165,28 @@ def list_of(item: Spec, min_len: int = 0, max_len: int = 1 << 20) -> Spec:
     return check
 
 
-def nullable(spec: Spec) -> Spec:
-    def check(value: Any, path: str) -> Any:
+def nullable(spec: Spec[T]) -> Spec[T | None]:
+    def check(value: object, path: str) -> T | None:
         return None if value is None else spec(value, path)
 
     return check
 
 
-def tagged(tag: str, variants: Mapping[str, Spec]) -> Spec:
+def tagged(tag: str, variants: Mapping[str, Spec[JSON]]) -> Spec[JSON]:
     """A closed union discriminated by ``tag`` (e.g. ``kind``); each variant is a :func:`record`."""
 
-    def check(value: Any, path: str) -> dict[str, Any]:
+    def check(value: object, path: str) -> JSON:
         if not isinstance(value, Mapping):
             raise fail("must be an object", path)
         kind = value.get(tag)
-        if kind not in variants:
+        if not isinstance(kind, str) or kind not in variants:
             raise fail(f"{tag} must be one of {', '.join(variants)}", join(path, tag))
         return variants[kind](value, path)
 
     return check
 
 
-def any_json(value: Any, path: str) -> Any:
+def any_json(value: object, path: str) -> object:
     ensure_finite(value, path)
     return value
 

@@ -1,4 +1,4 @@
-"""Frame sampling: the lifeform's surface at an animation phase (design §7).
+"""Frame sampling: the lifeform's surface at an animation phase.
 
 The body is a tube around a planar spine of length ``L``; the anatomy's nodes own consecutive, equal stretches
 of the spine in node order. The tube is sampled as ``R`` rings of ``M`` points, ``M = max(8, ⌊√(budget/4)⌋)``
@@ -32,10 +32,10 @@ fractions differ by at most an ulp and land on the same step unless they straddl
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import Body
+from stores.jsontypes import JSON
 
 PHASE_LIMIT = 1e9
 PHASE_STEPS = 65536
@@ -50,7 +50,7 @@ def phase_fraction(phase: float) -> float:
     return step / PHASE_STEPS
 
 
-def _check(phase: Any, budget: Any, crests: Any) -> None:
+def _check(phase: object, budget: object, crests: object) -> None:
     if isinstance(phase, bool) or not isinstance(phase, int | float):
         raise QuinelingError("invalid-request", "phase must be a number", "phase")
     if not math.isfinite(phase):
@@ -65,9 +65,7 @@ def _check(phase: Any, budget: Any, crests: Any) -> None:
             raise QuinelingError("invalid-request", f"must be an integer in {lo}..{hi}", path)
 
 
-def sample_frame(
-    anatomy: dict[str, Any], body: Body, phase: float, budget: int, crests: int
-) -> dict[str, Any]:
+def sample_frame(anatomy: JSON, body: Body, phase: float, budget: int, crests: int) -> JSON:
     _check(phase, budget, crests)
     node_ids = [node["id"] for node in anatomy["nodes"]]
     n_nodes = len(node_ids)

@@ -1,4 +1,4 @@
-"""Genomes: two lossless encodings of an artifact's source bytes (design §5).
+"""Genomes: two lossless encodings of an artifact's source bytes.
 
 Both pack the bytes big-endian, three per group; the last group is zero-padded and ``length`` says how many
 bytes are real (padding bytes must be zero when decoding). ``sourceHash`` is ``sha256:<hex>`` of the bytes.
@@ -9,8 +9,8 @@ bytes are real (padding bytes must be zero when decoding). ``sourceHash`` is ``s
   "swatches": ["#rrggbb", …]}`` in lowercase hex.
 
 Decoding checks the closed structure (unknown or missing fields, wrong types), then length, padding and hash;
-every failure is ``invalid-genome`` with a path. Integer fields accept integral floats (design §0). The bytes
-still have to pass source validation afterwards; decoding never interprets them.
+every failure is ``invalid-genome`` with a path. Integer fields accept integral floats, as in every request.
+The bytes still have to pass source validation afterwards; decoding never interprets them.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
 from quineling.runtime.canonical import sha256_hex
 from quineling.runtime.errors import QuinelingError
+from stores.jsontypes import JSON
 
 MAX_GENOME_BYTES = 1 << 20  # the source size limit; longer genomes cannot hold a valid source
 A_MAX = 0xFFFFFF
@@ -36,16 +36,16 @@ def _groups(source: bytes) -> list[int]:
     return [int.from_bytes(padded[i : i + 3], "big") for i in range(0, len(padded), 3)]
 
 
-def _header(kind: str, source: bytes) -> dict[str, Any]:
+def _header(kind: str, source: bytes) -> JSON:
     return {"format": FORMATS[kind], "version": 1, "length": len(source), "sourceHash": sha256_hex(source)}
 
 
-def harmonics_of(source: bytes) -> dict[str, Any]:
+def harmonics_of(source: bytes) -> JSON:
     partials = [{"k": k, "a": a} for k, a in enumerate(_groups(source), start=1)]
     return {**_header("harmonics", source), "partials": partials}
 
 
-def colors_of(source: bytes) -> dict[str, Any]:
+def colors_of(source: bytes) -> JSON:
     return {**_header("colors", source), "swatches": [f"#{a:06x}" for a in _groups(source)]}
 
 
@@ -62,7 +62,7 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _closed(value: Any, fields: tuple[str, ...], path: str) -> dict[str, Any]:
+def _closed(value: object, fields: tuple[str, ...], path: str) -> JSON:
     if not isinstance(value, dict):
         raise _fail("must be an object", path)
     for key in value:
@@ -74,7 +74,7 @@ def _closed(value: Any, fields: tuple[str, ...], path: str) -> dict[str, Any]:
     return value
 
 
-def _integer(value: Any, lo: int, hi: int, path: str) -> int:
+def _integer(value: object, lo: int, hi: int, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail("must be an integer", path)
     if isinstance(value, float):
@@ -86,28 +86,28 @@ def _integer(value: Any, lo: int, hi: int, path: str) -> int:
     return value
 
 
-def _partial(item: Any, index: int, path: str) -> int:
-    _closed(item, ("k", "a"), path)
+def _partial(item: object, index: int, path: str) -> int:
+    item = _closed(item, ("k", "a"), path)
     if _integer(item["k"], 1, 1 << 62, _join(path, "k")) != index + 1:
         raise _fail(f"k must be {index + 1} (partials count from 1, in order)", _join(path, "k"))
     return _integer(item["a"], 0, A_MAX, _join(path, "a"))
 
 
-def _swatch(item: Any, index: int, path: str) -> int:
+def _swatch(item: object, index: int, path: str) -> int:
     if not isinstance(item, str) or not _SWATCH_RX.fullmatch(item):
         raise _fail("swatch must be #rrggbb in lowercase hex", path)
     return int(item[1:], 16)
 
 
-_DECODERS: dict[str, Callable[[Any, int, str], int]] = {"harmonics": _partial, "colors": _swatch}
+_DECODERS: dict[str, Callable[[object, int, str], int]] = {"harmonics": _partial, "colors": _swatch}
 
 
-def decode_genome(kind: str, value: Any, path: str) -> bytes:
+def decode_genome(kind: str, value: object, path: str) -> bytes:
     """Decode and verify a ``harmonics`` or ``colors`` genome, returning the source bytes."""
     if kind not in FORMATS:
         raise ValueError(f"unknown genome kind {kind!r}")
     items_key = _ITEMS[kind]
-    _closed(value, ("format", "version", "length", "sourceHash", items_key), path)
+    value = _closed(value, ("format", "version", "length", "sourceHash", items_key), path)
     if value["format"] != FORMATS[kind]:
         raise _fail(f"format must be {FORMATS[kind]!r}", _join(path, "format"))
     _integer(value["version"], 1, 1, _join(path, "version"))

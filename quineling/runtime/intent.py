@@ -1,4 +1,4 @@
-"""Typed intents (design §2): validation, the program checker, and the intent hash.
+"""Typed intents: validation, the program checker, and the intent hash.
 
 Error classes, in the order they are looked for (the first problem found is raised):
 
@@ -39,8 +39,9 @@ from quineling.runtime.catalogue import (
 )
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_finite, join
-from quineling.runtime.program import Program
+from quineling.runtime.program import PortValue, Program
 from quineling.runtime.units import canonical_unit
+from stores.jsontypes import JSON
 
 FORMAT = "quineling-intent"
 VERSION = 1
@@ -66,7 +67,7 @@ class _Checker:
     def fail(self, message: str, path: str) -> QuinelingError:
         return QuinelingError(self.code, message, path or None)
 
-    def record(self, value: Any, fields: tuple[str, ...], path: str, what: str) -> Mapping[str, Any]:
+    def record(self, value: object, fields: tuple[str, ...], path: str, what: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
             raise self.fail(f"{what} must be an object", path)
         for key in value:
@@ -77,24 +78,24 @@ class _Checker:
                 raise self.fail(f"missing required field {key!r}", join(path, key))
         return value
 
-    def items(self, value: Any, path: str, lo: int, hi: int) -> list[Any]:
+    def items(self, value: object, path: str, lo: int, hi: int) -> list[Any]:
         if not isinstance(value, list):
             raise self.fail("must be an array", path)
         if not lo <= len(value) <= hi:
             raise self.fail(f"must hold {lo}..{hi} items", path)
         return value
 
-    def name(self, value: Any, path: str, pattern: re.Pattern[str] = PORT_NAME) -> str:
+    def name(self, value: object, path: str, pattern: re.Pattern[str] = PORT_NAME) -> str:
         if not isinstance(value, str) or not pattern.fullmatch(value):
             raise self.fail(f"must be a name matching {pattern.pattern}", path)
         return value
 
-    def choice(self, value: Any, choices: tuple[str, ...], path: str) -> str:
+    def choice(self, value: object, choices: tuple[str, ...], path: str) -> str:
         if not isinstance(value, str) or value not in choices:
             raise self.fail(f"must be one of {', '.join(choices)}", path)
         return value
 
-    def unit(self, value: Any, path: str) -> str | None:
+    def unit(self, value: object, path: str) -> str | None:
         if value is None:
             return None
         if not isinstance(value, str):
@@ -108,7 +109,7 @@ class _Checker:
             raise self.fail(f"unit must be written canonically as {spelled}", path)
         return value
 
-    def number(self, value: Any, path: str) -> int | float:
+    def number(self, value: object, path: str) -> int | float:
         try:
             return to_number(value)
         except NonFinite as exc:
@@ -116,7 +117,7 @@ class _Checker:
         except ValueError as exc:
             raise self.fail(str(exc), path) from None
 
-    def value(self, value: Any, kind: str, path: str) -> Any:
+    def value(self, value: object, kind: str, path: str) -> PortValue:
         if kind == "number":
             return self.number(value, path)
         if not isinstance(value, list) or not 1 <= len(value) <= MAX_LIST:
@@ -124,12 +125,12 @@ class _Checker:
         return [self.number(v, join(path, i)) for i, v in enumerate(value)]
 
 
-def check_program(program: Any, *, code: str = "invalid-intent", path: str = "") -> dict[str, Any]:
+def check_program(program: object, *, code: str = "invalid-intent", path: str = "") -> JSON:
     """Check references, ports, types and units; return the interface ``{inputs, outputs}``."""
     return _check(program, code, path)[1]
 
 
-def _check(program: Any, code: str, path: str) -> tuple[Program, dict[str, Any]]:
+def _check(program: object, code: str, path: str) -> tuple[Program, JSON]:
     """The cleaned program and its interface. Keys beyond inputs/steps/outputs are ignored here."""
     c = _Checker(code)
     if not isinstance(program, Mapping):
@@ -154,7 +155,7 @@ def _check(program: Any, code: str, path: str) -> tuple[Program, dict[str, Any]]
     return {"inputs": inputs, "steps": steps, "outputs": outputs}, interface
 
 
-def _check_input(c: _Checker, item: Any, path: str, ports: dict[str, Port]) -> dict[str, Any]:
+def _check_input(c: _Checker, item: object, path: str, ports: dict[str, Port]) -> JSON:
     item = c.record(item, INPUT_FIELDS, path, "an input")
     name = c.name(item["name"], join(path, "name"))
     kind = c.choice(item["type"], TYPES, join(path, "type"))
@@ -166,7 +167,7 @@ def _check_input(c: _Checker, item: Any, path: str, ports: dict[str, Port]) -> d
     return {"name": name, "type": kind, "unit": unit, "value": value}
 
 
-def _check_step(c: _Checker, item: Any, path: str, ports: dict[str, Port], ids: set[str]) -> dict[str, Any]:
+def _check_step(c: _Checker, item: object, path: str, ports: dict[str, Port], ids: set[str]) -> JSON:
     item = c.record(item, STEP_FIELDS, path, "a step")
     ident = c.name(item["id"], join(path, "id"))
     if ident in ids:
@@ -199,9 +200,7 @@ def _check_step(c: _Checker, item: Any, path: str, ports: dict[str, Port], ids: 
     return {"id": ident, "op": op, "args": args, "in": list(sources), "out": list(targets)}
 
 
-def _check_output(
-    c: _Checker, item: Any, path: str, ports: dict[str, Port], names: set[str]
-) -> dict[str, Any]:
+def _check_output(c: _Checker, item: object, path: str, ports: dict[str, Port], names: set[str]) -> JSON:
     item = c.record(item, OUTPUT_FIELDS, path, "an output")
     name = c.name(item["name"], join(path, "name"))
     if name in names:
@@ -220,10 +219,10 @@ def _check_output(
     return {"name": name, "from": port, "type": kind, "unit": unit}
 
 
-def _reject_unknown_fields(value: Any, path: str) -> None:
-    """Closed records (design §0): the first unknown field anywhere → ``invalid-request``."""
+def _reject_unknown_fields(value: object, path: str) -> None:
+    """Closed records: the first unknown field anywhere → ``invalid-request``."""
 
-    def closed(obj: Any, fields: tuple[str, ...], where: str) -> None:
+    def closed(obj: object, fields: tuple[str, ...], where: str) -> None:
         if isinstance(obj, Mapping):
             for key in obj:
                 if key not in fields:
@@ -248,7 +247,7 @@ def _reject_unknown_fields(value: Any, path: str) -> None:
                 closed(item.get("args"), ARG_KEYS[item["op"]], join(where, "args"))
 
 
-def validate_intent(value: Any, path: str = "intent") -> dict[str, Any]:
+def validate_intent(value: object, path: str = "intent") -> JSON:
     """The cleaned intent (integral floats made ints), or the first problem as a ``QuinelingError``."""
     ensure_finite(value, path)
     _reject_unknown_fields(value, path)

@@ -1,11 +1,11 @@
-"""The evaluation kernel: runs a checked program with the closed catalogue (design §1, §6).
+"""The evaluation kernel: runs a checked program with the closed catalogue.
 
 Arithmetic is IEEE double arithmetic (as in the protobuf/JSON wire model), so every input is converted to
 ``float`` first: this keeps results identical to a JavaScript runtime and makes overflow visible as
 infinity instead of an unbounded Python integer. Any non-finite intermediate fails with ``non-finite`` and
 path ``steps[i]``. Results and trace values write integral floats as ints.
 
-Edge cases the design leaves open (lists may become empty after ``keep``):
+Edge cases (lists may become empty after ``keep``):
 
 * ``sum`` of an empty list is 0, ``product`` 1, ``count`` 0;
 * ``mean`` of an empty list is 0/0 and ``min``/``max`` are ±infinity, so all three fail with
@@ -25,24 +25,27 @@ from typing import Any
 
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import normalize_number
-from quineling.runtime.program import Program
+from quineling.runtime.program import PortValue, Program
+from stores.jsontypes import JSON
 
 Value = float | list[float]
+# (outputs {name: value}, units {name: unit}, trace [{step, op, values}])
+Execution = tuple[JSON, dict[str, str | None], list[JSON]]
 
 
-def _elementwise(fn: Callable[[float], float]) -> Callable[[Value, dict[str, Any]], list[Value]]:
-    def apply(x: Value, _args: dict[str, Any]) -> list[Value]:
+def _elementwise(fn: Callable[[float], float]) -> Callable[[Value, JSON], list[Value]]:
+    def apply(x: Value, _args: JSON) -> list[Value]:
         return [[fn(v) for v in x] if isinstance(x, list) else fn(x)]
 
     return apply
 
 
-def _scale(x: Value, args: dict[str, Any]) -> list[Value]:
+def _scale(x: Value, args: JSON) -> list[Value]:
     k = float(args["k"])
     return [[v * k for v in x] if isinstance(x, list) else x * k]
 
 
-def _keep(xs: list[float], args: dict[str, Any]) -> list[Value]:
+def _keep(xs: list[float], args: JSON) -> list[Value]:
     want = 0.0 if args["parity"] == "even" else 1.0
     return [[v for v in xs if v.is_integer() and abs(math.fmod(v, 2.0)) == want]]
 
@@ -61,13 +64,15 @@ def _product(xs: list[float]) -> float:
     return total
 
 
-def _allocate(x: float, args: dict[str, Any]) -> list[Value]:
+def _allocate(x: float, args: JSON) -> list[Value]:
     k = float(args["from"])
     allocated = min(max(x, 0.0), k)
     return [allocated, k - allocated]
 
 
-OPS: dict[str, Callable[[Any, dict[str, Any]], list[Value]]] = {
+# An op's input is a float or a list of floats as its signature says (the checked program guarantees it),
+# so each entry takes the one it needs.
+OPS: dict[str, Callable[[Any, JSON], list[Value]]] = {
     "square": _elementwise(lambda v: v * v),
     "double": _elementwise(lambda v: v * 2.0),
     "negate": _elementwise(lambda v: -v),
@@ -94,19 +99,19 @@ def _finite(value: Value) -> bool:
     return math.isfinite(value)
 
 
-def _public(value: Value) -> Any:
+def _public(value: Value) -> PortValue:
     if isinstance(value, list):
         return [normalize_number(v) for v in value]
     return normalize_number(value)
 
 
-def execute(program: Program) -> tuple[dict[str, Any], dict[str, str | None], list[dict[str, Any]]]:
+def execute(program: Program) -> Execution:
     """``(outputs {name: value}, units {name: unit}, trace [{step, op, values}])`` of a checked program."""
     ports: dict[str, Value] = {}
     for item in program["inputs"]:
         value = item["value"]
         ports[item["name"]] = [float(v) for v in value] if isinstance(value, list) else float(value)
-    trace: list[dict[str, Any]] = []
+    trace: list[JSON] = []
     for i, step in enumerate(program["steps"]):
         results = OPS[step["op"]](ports[step["in"][0]], step["args"])
         for port, value in zip(step["out"], results, strict=True):

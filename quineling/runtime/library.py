@@ -1,20 +1,19 @@
-"""The artifact library: loading, storing under quotas, and the companion (metadata) rules of design §4."""
+"""The artifact library: loading, storing under quotas, and the companion (metadata) rules."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from quineling.runtime.artifact import with_companions
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.intent import intent_hash
+from stores.jsontypes import JSON
 
 ARTIFACT = "artifact"
 RECORD = "record"
 # What a read cache may hold (stores/cache.py): documents that stay as written. An artifact's identity is its
 # source hash and only its absent companions are ever filled in, once; a record is never rewritten.
 CACHEABLE_KINDS = (ARTIFACT, RECORD)
-NO_COMPANIONS: dict[str, Any] = {
+NO_COMPANIONS: JSON = {
     "thought": None,
     "intent": None,
     "intentHash": None,
@@ -23,7 +22,7 @@ NO_COMPANIONS: dict[str, Any] = {
 }
 
 
-def load_artifact(view: StateView, artifact_id: str, path: str = "artifactId") -> dict[str, Any]:
+def load_artifact(view: StateView, artifact_id: str, path: str = "artifactId") -> JSON:
     artifact = view.get(ARTIFACT, artifact_id)
     if artifact is None:
         raise QuinelingError("not-found", f"no retained artifact {artifact_id}", path)
@@ -31,11 +30,11 @@ def load_artifact(view: StateView, artifact_id: str, path: str = "artifactId") -
 
 
 def companions_of(
-    intent: dict[str, Any] | None,
+    intent: JSON | None,
     *,
     thought: str | None = None,
-    source_map: list[Any] | None = None,
-) -> dict[str, Any]:
+    source_map: list[JSON] | None = None,
+) -> JSON:
     """Companion metadata for an artifact. The contract is the intent's declared interface."""
     if intent is None:
         return dict(NO_COMPANIONS, thought=thought, sourceMap=source_map)
@@ -52,7 +51,7 @@ def companions_of(
     }
 
 
-def stage_artifact(view: StateView, env: Env, artifact: dict[str, Any]) -> dict[str, Any]:
+def stage_artifact(view: StateView, env: Env, artifact: JSON) -> JSON:
     """Store ``artifact`` or reconcile it with the retained one; returns what the library now holds.
 
     Identity is the source hash, so a retained artifact keeps its body; only companions can change, and only

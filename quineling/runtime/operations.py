@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.fields import Spec
+from stores.jsontypes import JSON
 
-Handler = Callable[[dict[str, Any], StateView, Env], Any]
+Handler = Callable[[JSON, StateView, Env], JSON]
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +17,7 @@ class Operation:
     """``spec`` validates the whole request (including ``operation``); ``handler`` computes the result."""
 
     name: str
-    spec: Spec
+    spec: Spec[JSON]
     handler: Handler
 
 

@@ -16,44 +16,26 @@ A *body* is ``{"traits": {"length", "girth", "curl", "hue", "gait", "temper": in
 "repeats": int 1..8}``. A lifeform's canonical source (:mod:`quineling.runtime.source`) holds program, body and
 ordered parent hashes; its SHA-256 is the artifact id.
 
-An *intent* (design §2) is a program plus ``format``, ``version``, ``name`` and ``thought``.
+An *intent* (:mod:`quineling.runtime.intent`) is a program plus ``format``, ``version``, ``name`` and
+``thought``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from stores.jsontypes import JSON
 
 TRAITS = ("length", "girth", "curl", "hue", "gait", "temper")
 TRAIT_MIN, TRAIT_MAX = -1000, 1000
 REPEATS_MIN, REPEATS_MAX = 1, 8
 
-PortType = Literal["number", "list"]
+# Programs and bodies are JSON documents (stored in artifacts, hashed, sent on the wire); the names say which
+# shape a value has, and the checker in quineling.runtime.intent is what guarantees it.
+Program = JSON
+Body = JSON
+# The value of an input, an output or a step's port: a number, or a list of numbers for a "list" port.
+PortValue = int | float | list[int | float]
 
 
-class Input(TypedDict):
-    name: str
-    type: PortType
-    unit: str | None
-    value: Any
-
-
-class Step(TypedDict):
-    id: str
-    op: str
-    args: dict[str, Any]
-    # "in"/"out" are Python keywords in spirit only; TypedDict functional keys keep the wire names.
-
-
-class Output(TypedDict):
-    name: str
-    type: PortType
-    unit: str | None
-
-
-Program = dict[str, Any]
-Body = dict[str, Any]
-
-
-def program_of(intent: dict[str, Any]) -> Program:
+def program_of(intent: JSON) -> Program:
     """The program part of an intent (or of any mapping holding inputs/steps/outputs)."""
     return {"inputs": intent["inputs"], "steps": intent["steps"], "outputs": intent["outputs"]}

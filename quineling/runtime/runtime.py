@@ -9,7 +9,6 @@ what it writes; it only makes sure every outcome it answers with was committed t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from quineling.runtime.context import Env, RuntimeLimits, StateView
 from quineling.runtime.errors import QuinelingError
@@ -18,14 +17,15 @@ from quineling.runtime.operations import Operation
 from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError, QuotaExceeded
+from stores.jsontypes import JSON
 
 DEFAULT_SCOPE = "default"
 
-Outcome = dict[str, Any]  # {operation, result}
+Outcome = JSON  # {operation, result}
 # Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
 Attach = Callable[[Outcome | QuinelingError], TaskWrite]
 
-# The sixteen operations of the product (seed "Structured request contract").
+# The sixteen operations of the product: the closed catalogue a request's ``operation`` must name.
 ALL_OPERATIONS = (
     "parse", "create", "compile", "inspect", "run", "reproduce", "recover", "frame",
     "offspringPreview", "offspringFrame", "offspringAdmit", "lineage", "annotate",
@@ -68,7 +68,7 @@ class Runtime:
     def limits(self) -> RuntimeLimits:
         return self.env.limits
 
-    def dispatch(self, request: Any, *, scope: str | None = None, attach: Attach | None = None) -> Outcome:
+    def dispatch(self, request: object, *, scope: str | None = None, attach: Attach | None = None) -> Outcome:
         """Run one request ``{operation, …fields}`` and return ``{operation, result}``.
 
         Raises :class:`QuinelingError`; on error nothing of the runtime is committed.
@@ -152,7 +152,7 @@ class Runtime:
         elif expect:
             self.store.commit(scope, ChangeSet(expect=expect))
 
-    def _resolve(self, request: Any) -> Operation:
+    def _resolve(self, request: object) -> Operation:
         if not isinstance(request, Mapping):
             raise QuinelingError("invalid-request", "a request must be an object", None)
         ensure_finite(request)
@@ -161,5 +161,8 @@ class Runtime:
             raise QuinelingError("invalid-request", "operation must be a string", "operation")
         operation = self.operations.get(name)
         if operation is None:  # the catalogue is closed: naming an operation never enables one
-            raise QuinelingError("unknown-operation", f"unknown operation {name!r}", "operation")
+            valid = ", ".join(sorted(self.operations))
+            raise QuinelingError(
+                "unknown-operation", f"unknown operation {name!r}; valid operations: {valid}", "operation"
+            )
         return operation

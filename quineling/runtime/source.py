@@ -1,4 +1,4 @@
-"""Canonical Quineling source: the text form whose SHA-256 is an artifact's identity (design §3).
+"""Canonical Quineling source: the text form whose SHA-256 is an artifact's identity.
 
 A source is UTF-8 text (in practice ASCII) of at most 1 MiB, made of lines each ending in one LF (so the text
 ends with exactly one newline). No CR, no tabs, no blank lines, no leading/trailing or doubled spaces: tokens
@@ -26,8 +26,8 @@ are separated by exactly one space. Lines appear in this order::
                1e-05, 1.5e+16, 9007199254740994.0 (shortest round-trip digits; exponent form exactly when
                ``repr`` uses it, i.e. decimal exponent < -4 or >= 16)
 
-``OP`` is one of the closed catalogue (design §1). Its ``ARG`` tokens are written ``key=value`` in this fixed
-order and must all be present:
+``OP`` is one of the closed catalogue (:mod:`quineling.runtime.catalogue`). Its ``ARG`` tokens are written
+``key=value`` in this fixed order and must all be present:
 
     square double negate abs increment sort reverse sum mean min max product count   (no args)
     scale k=NUMBER | keep parity=even|odd | take n=INT (n >= 1) | allocate from=NUMBER
@@ -51,12 +51,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from quineling.runtime.catalogue import ARG_KEYS, PARITIES
 from quineling.runtime.errors import QuinelingError
-from quineling.runtime.program import REPEATS_MAX, REPEATS_MIN, TRAIT_MAX, TRAIT_MIN, TRAITS, Body, Program
+from quineling.runtime.program import (
+    REPEATS_MAX,
+    REPEATS_MIN,
+    TRAIT_MAX,
+    TRAIT_MIN,
+    TRAITS,
+    Body,
+    PortValue,
+    Program,
+)
 from quineling.runtime.units import canonical_unit
+from stores.jsontypes import JSON
 
 MAX_SOURCE_BYTES = 1 << 20
 MAX_LIST_ITEMS = 1024
@@ -83,7 +92,7 @@ _RANK = {"quineling": 0, "body": 1, "parent": 2, "input": 3, "step": 4, "output"
 # ----------------------------------------------------------------------------------------------- rendering
 
 
-def format_number(value: Any) -> str:
+def format_number(value: object) -> str:
     """The canonical spelling of a finite number (see the module docstring)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"not a number: {value!r}")
@@ -100,17 +109,19 @@ def _unit_suffix(unit: str | None) -> str:
     return "" if unit is None else f" {unit}"
 
 
-def _render_value(type_: str, value: Any) -> str:
+def _render_value(type_: str, value: object) -> str:
     if type_ == "list":
+        if not isinstance(value, list):
+            raise ValueError(f"a list value must be a list, not {value!r}")
         return "[" + ", ".join(format_number(v) for v in value) + "]"
     return format_number(value)
 
 
-def _render_arg(kind: str, value: Any) -> str:
+def _render_arg(kind: str, value: object) -> str:
     return str(value) if kind == "parity" else format_number(value)
 
 
-def _render_step(step: dict[str, Any]) -> str:
+def _render_step(step: JSON) -> str:
     spec = OP_ARGS[step["op"]]
     if set(step["args"]) != {key for key, _ in spec}:
         raise ValueError(f"step {step['id']}: args must be exactly {[k for k, _ in spec]}")
@@ -177,7 +188,7 @@ def _name(token: str, what: str) -> str:
     return token
 
 
-def _parse_value(type_: str, text: str) -> Any:
+def _parse_value(type_: str, text: str) -> PortValue:
     if type_ == "number":
         return parse_number(text)
     if not (text.startswith("[") and text.endswith("]")) or len(text) < 3:
@@ -209,7 +220,7 @@ def _parse_body(line: str) -> Body:
     return {"traits": traits, "repeats": repeats}
 
 
-def _parse_decl(line: str) -> tuple[str, dict[str, Any]]:
+def _parse_decl(line: str) -> tuple[str, JSON]:
     match = _DECL_RX.fullmatch(line)
     if not match:
         kind = line.split(" ", 1)[0]
@@ -222,7 +233,7 @@ def _parse_decl(line: str) -> tuple[str, dict[str, Any]]:
     return kind, {"name": name, "from": _name(rest, "output port"), "type": type_, "unit": unit}
 
 
-def _parse_arg(token: str, key: str, kind: str) -> Any:
+def _parse_arg(token: str, key: str, kind: str) -> int | float | str:
     prefix = key + "="
     if not token.startswith(prefix):
         raise _Fail(f"expected argument {key}=…, got {token[:40]!r}")
@@ -236,7 +247,7 @@ def _parse_arg(token: str, key: str, kind: str) -> Any:
     return parse_number(text)
 
 
-def _parse_step(line: str) -> dict[str, Any]:
+def _parse_step(line: str) -> JSON:
     tokens = line.split(" ")
     if len(tokens) < 4:
         raise _Fail("step line must be: step ID OP [ARGS] IN... [-> OUT...]")
@@ -268,7 +279,7 @@ def _parse_step(line: str) -> dict[str, Any]:
     }
 
 
-def parse_source(text: Any, path: str = "source") -> tuple[Program, Body, list[str]]:
+def parse_source(text: object, path: str = "source") -> tuple[Program, Body, list[str]]:
     """Parse canonical source into ``(program, body, parents)``; anything else raises ``invalid-source``."""
 
     def fail(message: str) -> QuinelingError:

@@ -1,4 +1,4 @@
-"""The thought parser: QDL pipeline text → typed intent (design §1).
+"""The thought parser: QDL pipeline text → typed intent.
 
 ``parse_thought(thought)`` returns ``{status, intent?, diagnostics, assumptions, sourceMap}`` and never
 touches any state. Grammar (stages separated by ``|``, surrounding whitespace ignored)::
@@ -7,7 +7,7 @@ touches any state. Grammar (stages separated by ``|``, surrounding whitespace ig
     op      := NAME [ARGS]        square | scale K | keep even | take N | allocate from K [UNIT] | …
     report  := "report" NAME ("," NAME)*
 
-Decisions the design leaves open:
+Rules beyond the grammar:
 
 * Spans are ``[start, end)`` offsets in Unicode code points into the original (untrimmed) thought.
 * ``range N`` is the list ``1, 2, …, N`` (N an integer 1..1024); this is recorded as an assumption.
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from quineling.runtime.catalogue import (
     OPS,
@@ -46,7 +45,9 @@ from quineling.runtime.catalogue import (
 )
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.intent import FORMAT, MAX_ELEMENTS, MAX_LIST, MAX_THOUGHT_CHARS, VERSION
+from quineling.runtime.program import PortValue
 from quineling.runtime.units import canonical_unit
+from stores.jsontypes import JSON
 
 NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
@@ -87,7 +88,7 @@ class _Text:
 
 class _Problems:
     def __init__(self) -> None:
-        self.found: list[tuple[str, dict[str, Any]]] = []
+        self.found: list[tuple[str, JSON]] = []
 
     def add(self, outcome: str, code: str, message: str, span: list[int]) -> None:
         self.found.append((outcome, {"code": code, "message": message, "span": list(span)}))
@@ -95,7 +96,7 @@ class _Problems:
     def status(self) -> str:
         return min((outcome for outcome, _ in self.found), key=_RANK.__getitem__)
 
-    def diagnostics(self) -> list[dict[str, Any]]:
+    def diagnostics(self) -> list[JSON]:
         return [d for _, d in sorted(self.found, key=lambda item: item[1]["span"][0])]
 
 
@@ -136,7 +137,7 @@ def _unit(text: _Text, problems: _Problems, assumptions: list[str]) -> tuple[boo
 @dataclass(slots=True)
 class _Source:
     kind: str
-    value: Any
+    value: PortValue
     unit: str | None
 
 
@@ -154,9 +155,10 @@ def _parse_source(stage: _Text, problems: _Problems, assumptions: list[str]) -> 
             return None
         values = [_number(item, "list item", problems) for item in items]
         kind, rest = "list", stage.sub(close + 1)
-        if any(v is None for v in values):
+        numbers = [v for v in values if v is not None]
+        if len(numbers) != len(values):
             return None
-        value: Any = values
+        value: PortValue = numbers
     elif text.startswith("range") and _SOURCE_START.match(text):
         words = stage.sub(5).words()
         if not words:
@@ -183,9 +185,10 @@ def _parse_source(stage: _Text, problems: _Problems, assumptions: list[str]) -> 
                 stage.span,
             )
             return None
-        value = _number(stage.sub(0, end), "source", problems)
-        if value is None:
+        number = _number(stage.sub(0, end), "source", problems)
+        if number is None:
             return None
+        value = number
         kind, rest = "number", stage.sub(end)
     ok, unit = _unit(rest, problems, assumptions)
     if not ok:
@@ -198,7 +201,7 @@ def _parse_source(stage: _Text, problems: _Problems, assumptions: list[str]) -> 
 @dataclass(slots=True)
 class _Op:
     op: str
-    args: dict[str, Any]
+    args: JSON
     stage: _Text
     unit: _Text | None = None  # allocate's optional unit for K
 
@@ -221,43 +224,53 @@ def _parse_op(stage: _Text, problems: _Problems) -> _Op | None:
 
     if op == "scale":
         if not args:
-            return missing("scale needs a factor K, e.g. 'scale 3'")
+            missing("scale needs a factor K, e.g. 'scale 3'")
+            return None
         k = _number(args[0], "scale factor", problems)
         if len(args) > 1:
             where = stage.sub(args[1].start - stage.start)
             try:
                 canonical_unit(where.text)
             except ValueError:
-                return bad("scale takes one factor K", where)
+                bad("scale takes one factor K", where)
+                return None
             problems.add("inconsistent", "unit-mismatch", "the scale factor is dimensionless", where.span)
             return None
         return None if k is None else _Op(op, {"k": k}, stage)
     if op == "take":
         if not args:
-            return missing("take needs a count N, e.g. 'take 2'")
+            missing("take needs a count N, e.g. 'take 2'")
+            return None
         if len(args) > 1 or not _INTEGER.fullmatch(args[0].text) or not 1 <= int(args[0].text) <= TAKE_MAX:
-            return bad(f"take needs one integer N in 1..{TAKE_MAX}")
+            bad(f"take needs one integer N in 1..{TAKE_MAX}")
+            return None
         return _Op(op, {"n": int(args[0].text)}, stage)
     if op == "keep":
         if not args:
-            return missing("keep needs 'even' or 'odd'")
+            missing("keep needs 'even' or 'odd'")
+            return None
         if len(args) > 1 or args[0].text not in PARITIES:
-            return bad("keep needs 'even' or 'odd'")
+            bad("keep needs 'even' or 'odd'")
+            return None
         return _Op(op, {"parity": args[0].text}, stage)
     if op == "allocate":
         if not args or (args[0].text == "from" and len(args) == 1):
-            return missing("allocate needs a budget, e.g. 'allocate from 20'")
+            missing("allocate needs a budget, e.g. 'allocate from 20'")
+            return None
         if args[0].text != "from":
-            return bad("write 'allocate from K'")
+            bad("write 'allocate from K'")
+            return None
         k = _number(args[1], "allocate budget", problems)
         if k is None:
             return None
         if k < 0:
-            return bad("allocate needs a budget K >= 0", args[1])
+            bad("allocate needs a budget K >= 0", args[1])
+            return None
         unit = stage.sub(args[1].end - stage.start) if len(args) > 2 else None
         return _Op(op, {"from": k}, stage, unit)
     if args:
-        return bad(f"{op} takes no argument")
+        bad(f"{op} takes no argument")
+        return None
     return _Op(op, {}, stage)
 
 
@@ -275,7 +288,7 @@ def _parse_report(stage: _Text, problems: _Problems) -> list[_Text] | None:
     return names
 
 
-def _outcome(status: str, problems: _Problems, assumptions: list[str]) -> dict[str, Any]:
+def _outcome(status: str, problems: _Problems, assumptions: list[str]) -> JSON:
     return {
         "status": status,
         "diagnostics": problems.diagnostics(),
@@ -284,13 +297,14 @@ def _outcome(status: str, problems: _Problems, assumptions: list[str]) -> dict[s
     }
 
 
-def parse_thought(thought: str) -> dict[str, Any]:
+def parse_thought(thought: str) -> JSON:
     """Parse a thought into ``{status, intent?, diagnostics, assumptions, sourceMap}``."""
     if not isinstance(thought, str):
         raise QuinelingError("invalid-request", "thought must be a string", "thought")
     if len(thought) > MAX_THOUGHT_CHARS:
         raise QuinelingError("invalid-request", f"thought is over {MAX_THOUGHT_CHARS} characters", "thought")
-    problems, assumptions = _Problems(), []
+    problems = _Problems()
+    assumptions: list[str] = []
     if not thought.strip():
         problems.add(
             "clarify",
@@ -353,12 +367,12 @@ def _typed(
     names: list[_Text],
     problems: _Problems,
     assumptions: list[str],
-) -> dict[str, Any]:
+) -> JSON:
     """Type-check the complete pipeline and build the intent."""
     input_name = "xs" if source.kind == "list" else "x"
     current_ports = [input_name]
     current: list[Port] = [(source.kind, source.unit)]
-    steps: list[dict[str, Any]] = []
+    steps: list[JSON] = []
     for i, op in enumerate(ops, start=1):
         ident = f"s{i}"
         if len(current_ports) > 1:

@@ -1,4 +1,4 @@
-"""The six body traits derived from a creation seed (design §3).
+"""The six body traits derived from a creation seed.
 
 ``digest = SHA-256(b"quineling-traits:" + seed as 4 big-endian bytes)``. Trait *i* (in the order
 ``length, girth, curl, hue, gait, temper``) reads the big-endian 16-bit word ``w = digest[2i:2i+2]``

@@ -1,4 +1,4 @@
-"""Units of measure: parsing and the one canonical spelling (design §1).
+"""Units of measure: parsing and the one canonical spelling.
 
 A unit is a product of base units, each raised to a non-zero integer power: ``credits``, ``m^2``,
 ``m*s^-1``. ``None`` means dimensionless. The canonical spelling sorts base units alphabetically, joins

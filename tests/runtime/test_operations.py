@@ -211,6 +211,20 @@ def test_request_errors(rt: Runtime, request_: dict, code: str | None, path: str
         assert exc.path == path
 
 
+# The sixteen operations of the product, as a caller would read them in the catalogue.
+OPERATION_NAMES = (
+    "annotate", "compile", "create", "frame", "inspect", "lineage", "offspringAdmit", "offspringFrame",
+    "offspringPreview", "parse", "recover", "reproduce", "run", "worldCommand", "worldCreate", "worldInspect",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["teleport", "", "Create", "create "])
+def test_unknown_operation_names_the_valid_ones(rt: Runtime, name: str) -> None:
+    exc = error(rt, operation=name)
+    assert (exc.code, exc.path) == ("unknown-operation", "operation")
+    assert exc.message == f"unknown operation {name!r}; valid operations: {', '.join(OPERATION_NAMES)}"
+
+
 def test_non_finite_inputs_are_rejected_anywhere(rt: Runtime) -> None:
     exc = error(rt, operation="create", thought=SQUARES, options={"seed": float("-inf")})
     assert exc.code == "non-finite"

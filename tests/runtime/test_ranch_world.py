@@ -134,6 +134,9 @@ def test_closed_commands(rt):
     assert fails(rt, "invalid-request", **bad).path == "command.extra"
     bad["command"] = {"kind": "teleport"}
     assert fails(rt, "invalid-request", **bad).path == "command.kind"
+    for kind in (["advance"], {"advance": 1}, 4, None):  # not a string: refused, never a crash on hashing
+        bad["command"] = {"kind": kind, "ticks": 1}
+        assert fails(rt, "invalid-request", **bad).path == "command.kind"
     bad["command"] = {"kind": "advance", "ticks": 1.0}
     assert call(rt, **bad)["command"] == {"kind": "advance", "ticks": 1}
 

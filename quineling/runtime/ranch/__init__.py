@@ -1,4 +1,4 @@
-"""The ranch: offspring, lineage, annotation and the one world (design §8–§10).
+"""The ranch: offspring, lineage, annotation and the one world.
 
 Operations (``ops.OPERATIONS``): ``offspringPreview``, ``offspringFrame``, ``offspringAdmit``, ``lineage``,
 ``annotate``, ``worldCreate``, ``worldInspect``, ``worldCommand``. Every handler is pure: it reads state

@@ -1,4 +1,4 @@
-"""``annotate {artifactId, intent}`` (design §4, §10): attach a companion intent that describes exactly this
+"""``annotate {artifactId, intent}``: attach a companion intent that describes exactly this
 artifact's program, and invalidate world pins that named the old (absent) intent — in one change set.
 
 Graph equality compares the compiled intent's inputs (name, type, unit **and literal value**), steps (id,
@@ -13,8 +13,6 @@ naming those residents are cancelled, and the world revision advances once (no s
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from quineling.runtime.artifact import build_artifact
 from quineling.runtime.context import Env, StateView
@@ -31,6 +29,7 @@ from quineling.runtime.ranch.world_state import (
     save_world,
 )
 from quineling.runtime.source import parse_source
+from stores.jsontypes import JSON
 
 
 def _invalidate_pins(view: StateView, env: Env, artifact_id: str, new_hash: str) -> None:
@@ -50,7 +49,7 @@ def _invalidate_pins(view: StateView, env: Env, artifact_id: str, new_hash: str)
     save_world(view, env, world)
 
 
-def annotate(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def annotate(args: JSON, view: StateView, env: Env) -> JSON:
     view.prefetch([("artifact", args["artifactId"]), WORLD])
     existing = load_artifact(view, args["artifactId"])
     intent = args["intent"]

@@ -1,4 +1,4 @@
-"""Social time (design §10): the per-tick rules and courtship scoring.
+"""Social time: the per-tick rules and courtship scoring.
 
 Each tick, in order: the tick counter increases (stopping at 1,000,000); participating adults gain 2 energy
 and nursery residents 1 (max 100; non-participating adults rest idle); nursery residents whose
@@ -19,21 +19,22 @@ Scores (integers):
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.context import Env
 from quineling.runtime.program import TRAITS
 from quineling.runtime.ranch.world_state import ENERGY_MAX, capped, log, next_id
+from stores.jsontypes import JSON
 
 PROPOSAL_TICKS = 8
 MIN_ENERGY = 50
 
 
-def _distance(a: dict[str, Any], b: dict[str, Any]) -> int:
-    return abs(a["position"]["x"] - b["position"]["x"]) + abs(a["position"]["y"] - b["position"]["y"])
+def _distance(a: JSON, b: JSON) -> int:
+    pa: dict[str, int] = a["position"]
+    pb: dict[str, int] = b["position"]
+    return abs(pa["x"] - pb["x"]) + abs(pa["y"] - pb["y"])
 
 
-def score(world: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> int:
+def score(world: JSON, a: JSON, b: JSON) -> int:
     value = -_distance(a, b)
     if world["affinity"] == "neutral":
         return value
@@ -41,24 +42,26 @@ def score(world: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> int:
     ops_a, ops_b = set(pa["ops"]), set(pb["ops"])
     union = ops_a | ops_b
     overlap = round(10 * len(ops_a & ops_b) / len(union)) if union else 0
-    spread = sum(abs(pa["traits"][t] - pb["traits"][t]) for t in TRAITS)
+    traits_a: dict[str, int] = pa["traits"]
+    traits_b: dict[str, int] = pb["traits"]
+    spread = sum(abs(traits_a[t] - traits_b[t]) for t in TRAITS)
     gesture = 5 - round(5 * spread / (2000 * len(TRAITS)))
     diversity = 5 if a["artifactId"] != b["artifactId"] else 0
     return value + overlap + gesture + diversity
 
 
-def in_proposal(world: dict[str, Any]) -> set[str]:
+def in_proposal(world: JSON) -> set[str]:
     return {rid for p in world["proposals"] for rid in p["parentResidents"]}
 
 
-def eligible(world: dict[str, Any], r: dict[str, Any], pending: set[str]) -> bool:
+def eligible(world: JSON, r: JSON, pending: set[str]) -> bool:
     return (
         r["stage"] == "adult" and r["participating"] and world["tick"] >= r["restUntil"]
         and r["energy"] >= MIN_ENERGY and r["residentId"] not in pending
     )  # fmt: skip
 
 
-def _court(world: dict[str, Any], env: Env, created: list[str]) -> None:
+def _court(world: JSON, env: Env, created: list[str]) -> None:
     pending = in_proposal(world)
     suitors = sorted(
         (r for r in world["residents"] if eligible(world, r, pending)), key=lambda r: r["residentId"]
@@ -90,7 +93,7 @@ def _court(world: dict[str, Any], env: Env, created: list[str]) -> None:
         log(world, env, "proposed", proposalId=proposal["proposalId"], parentResidents=[rid, partner])
 
 
-def tick_once(world: dict[str, Any], env: Env, summary: dict[str, list[str]]) -> None:
+def tick_once(world: JSON, env: Env, summary: dict[str, list[str]]) -> None:
     world["tick"] = capped(world["tick"] + 1)
     tick = world["tick"]
     for r in world["residents"]:
@@ -112,7 +115,7 @@ def tick_once(world: dict[str, Any], env: Env, summary: dict[str, list[str]]) ->
     _court(world, env, summary["proposed"])
 
 
-def advance(world: dict[str, Any], env: Env, ticks: int) -> list[dict[str, Any]]:
+def advance(world: JSON, env: Env, ticks: int) -> list[JSON]:
     """Run ``ticks`` ticks; the effects summarise what happened (bounded, unlike the event log)."""
     summary: dict[str, list[str]] = {"matured": [], "expired": [], "proposed": []}
     for _ in range(ticks):

@@ -1,4 +1,4 @@
-"""Child traits (design §8): inheritance, then mutation, then clamping.
+"""Child traits: inheritance, then mutation, then clamping.
 
 * ``overrides`` (only with mutation ``none``) replace the six traits outright.
 * ``mate`` crosses over trait by trait: trait *i* (order ``length, girth, curl, hue, gait, temper``) comes
@@ -14,9 +14,9 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from quineling.runtime.program import TRAIT_MAX, TRAIT_MIN, TRAITS
+from stores.jsontypes import JSON
 
 
 def draw(nonce: int, *labels: str) -> int:
@@ -34,7 +34,7 @@ def _clamp(value: int) -> int:
     return max(TRAIT_MIN, min(TRAIT_MAX, value))
 
 
-def derive_traits(recipe: str, parents: list[dict[str, int]], offspring: dict[str, Any]) -> dict[str, int]:
+def derive_traits(recipe: str, parents: list[dict[str, int]], offspring: JSON) -> dict[str, int]:
     """``parents`` are the parents' trait maps in input order; ``offspring`` is the complete input."""
     if "overrides" in offspring:
         return {name: _clamp(offspring["overrides"][name]) for name in TRAITS}

@@ -1,4 +1,4 @@
-"""Derivations (design §9): the flat, append-order evidence of admitted offspring, and the ``lineage`` query.
+"""Derivations: the flat, append-order evidence of admitted offspring, and the ``lineage`` query.
 
 Storage: ``("lineage", "main")`` is a small index ``{count, bytes, entries: [{index, child, parents}]}`` used
 for caps and filtering; each derivation lives in ``("derivation", "<index>")``. Indexes count from 0. Caps
@@ -12,23 +12,22 @@ An ``artifactId`` nobody derived from simply matches nothing (an empty page, not
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime import fields as f
 from quineling.runtime.canonical import canonical_json
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
+from stores.jsontypes import JSON
 
 LINEAGE = ("lineage", "main")
 DERIVATION = "derivation"
-EMPTY_INDEX: dict[str, Any] = {"count": 0, "bytes": 0, "entries": []}
+EMPTY_INDEX: JSON = {"count": 0, "bytes": 0, "entries": []}
 
 
-def _index(view: StateView) -> dict[str, Any]:
+def _index(view: StateView) -> JSON:
     return view.get(*LINEAGE) or dict(EMPTY_INDEX, entries=[])
 
 
-def append(view: StateView, env: Env, derivation: dict[str, Any]) -> dict[str, Any]:
+def append(view: StateView, env: Env, derivation: JSON) -> JSON:
     """Stage one derivation (``index`` is assigned here) and return it."""
     limits = env.limits
     index = _index(view)
@@ -53,11 +52,11 @@ def append(view: StateView, env: Env, derivation: dict[str, Any]) -> dict[str, A
     return entry
 
 
-def _matches(summary: dict[str, Any], artifact_id: str | None) -> bool:
+def _matches(summary: JSON, artifact_id: str | None) -> bool:
     return artifact_id is None or summary["child"] == artifact_id or artifact_id in summary["parents"]
 
 
-def lineage(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def lineage(args: JSON, view: StateView, env: Env) -> JSON:
     artifact_id = args.get("artifactId")
     matching = [
         e["index"]
@@ -66,13 +65,13 @@ def lineage(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
     ]
     page = matching[: args["limit"]]
     view.prefetch([(DERIVATION, str(i)) for i in page])
-    result: dict[str, Any] = {"derivations": [view.get(DERIVATION, str(i)) for i in page]}
+    result: JSON = {"derivations": [view.get(DERIVATION, str(i)) for i in page]}
     if len(matching) > len(page):
         result["nextCursor"] = page[-1] + 1
     return result
 
 
-LINEAGE_REQUEST = {
+LINEAGE_REQUEST: dict[str, f.Field] = {
     "artifactId": f.Optional(f.sha256_id),
     "cursor": f.Optional(f.integer(0, f.UINT32_MAX), 0),
     "limit": f.Optional(f.integer(1, 32), 16),

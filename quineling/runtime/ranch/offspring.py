@@ -1,4 +1,4 @@
-"""Building an offspring candidate from the complete input (design §8) — shared by preview, frame and admit.
+"""Building an offspring candidate from the complete input — shared by preview, frame and admit.
 
 The build reads the parent artifacts (so an admission's commit is checked against their versions) and
 never writes. Order of checks: every parent exists (else ``not-found``, an error: the request names nothing
@@ -15,7 +15,6 @@ than its longest parent).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from quineling.runtime.canonical import canonical_json, hash_json, sha256_hex
 from quineling.runtime.context import Env, StateView
@@ -26,6 +25,7 @@ from quineling.runtime.program import Body, Program
 from quineling.runtime.ranch.heredity import derive_traits
 from quineling.runtime.ranch.recipes import Rejected, combine, diagnostic
 from quineling.runtime.source import parse_source, render_source
+from stores.jsontypes import JSON
 
 
 @dataclass(slots=True)
@@ -33,33 +33,33 @@ class Build:
     """A ready candidate (``candidate`` set) or a rejection (``diagnostics`` set)."""
 
     candidate_id: str
-    candidate: dict[str, Any] | None = None
-    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    candidate: JSON | None = None
+    diagnostics: list[JSON] = field(default_factory=list)
     program: Program | None = None
     body: Body | None = None
     parents: list[str] = field(default_factory=list)
-    interface: dict[str, Any] | None = None
+    interface: JSON | None = None
 
     @property
     def ready(self) -> bool:
         return self.candidate is not None
 
-    def preview(self) -> dict[str, Any]:
+    def preview(self) -> JSON:
         if self.candidate is not None:
             return {"status": "ready", "candidate": self.candidate}
         return {"status": "rejected", "diagnostics": self.diagnostics}
 
 
-def candidate_id(offspring: dict[str, Any]) -> str:
+def candidate_id(offspring: JSON) -> str:
     """sha256 of the cleaned input's canonical JSON (an omitted ``overrides`` stays omitted)."""
     return hash_json(offspring)
 
 
-def held_intent_hash(artifact: dict[str, Any]) -> str | None:
+def held_intent_hash(artifact: JSON) -> str | None:
     return (artifact.get("companions") or {}).get("intentHash")
 
 
-def load_parents(view: StateView, offspring: dict[str, Any], path: str) -> list[dict[str, Any]]:
+def load_parents(view: StateView, offspring: JSON, path: str) -> list[JSON]:
     pins = offspring["parents"]
     view.prefetch([(ARTIFACT, pin["artifactId"]) for pin in pins])
     artifacts = []
@@ -73,7 +73,7 @@ def load_parents(view: StateView, offspring: dict[str, Any], path: str) -> list[
     return artifacts
 
 
-def _pin_diagnostics(offspring: dict[str, Any], artifacts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _pin_diagnostics(offspring: JSON, artifacts: list[JSON]) -> list[JSON]:
     problems = []
     for i, (pin, artifact) in enumerate(zip(offspring["parents"], artifacts, strict=True)):
         held = held_intent_hash(artifact)
@@ -86,7 +86,7 @@ def _pin_diagnostics(offspring: dict[str, Any], artifacts: list[dict[str, Any]])
     return problems
 
 
-def build_candidate(view: StateView, env: Env, offspring: dict[str, Any], path: str = "input") -> Build:
+def build_candidate(view: StateView, env: Env, offspring: JSON, path: str = "input") -> Build:
     build = Build(candidate_id=candidate_id(offspring))
     artifacts = load_parents(view, offspring, path)
     build.diagnostics = _pin_diagnostics(offspring, artifacts)
@@ -130,7 +130,7 @@ def build_candidate(view: StateView, env: Env, offspring: dict[str, Any], path: 
     return build
 
 
-def rebuild_verified(view: StateView, env: Env, args: dict[str, Any]) -> Build:
+def rebuild_verified(view: StateView, env: Env, args: JSON) -> Build:
     """Frame/admission: rebuild from the complete input and verify both ids.
 
     ``candidateId`` is checked before the rebuild (it depends on the input only). A rebuild that is now

@@ -1,4 +1,4 @@
-"""``offspringPreview``, ``offspringFrame`` and ``offspringAdmit`` (design §8).
+"""``offspringPreview``, ``offspringFrame`` and ``offspringAdmit``.
 
 Admission receipts are ``("receipt", <requestId>)`` documents ``{requestId, payloadHash, acknowledgement}``
 counted by the store quota ``admission-receipts`` (``limits.max_admission_receipts``, never evicted).
@@ -14,8 +14,6 @@ child; the child artifact is stored without companions (an already retained chil
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.anatomy import build_anatomy
 from quineling.runtime.artifact import build_artifact
 from quineling.runtime.canonical import canonical_json, hash_json
@@ -25,15 +23,16 @@ from quineling.runtime.frame import sample_frame
 from quineling.runtime.library import stage_artifact
 from quineling.runtime.ranch import lineage, world_birth
 from quineling.runtime.ranch.offspring import build_candidate, rebuild_verified
+from stores.jsontypes import JSON
 
 RECEIPT = "receipt"
 
 
-def preview(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def preview(args: JSON, view: StateView, env: Env) -> JSON:
     return build_candidate(view, env, args["input"]).preview()
 
 
-def frame(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def frame(args: JSON, view: StateView, env: Env) -> JSON:
     build = rebuild_verified(view, env, args)
     assert build.program is not None and build.body is not None
     options = args["options"]
@@ -47,7 +46,7 @@ def frame(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
     return {"candidateId": args["candidateId"], "childSourceHash": args["childSourceHash"], "frame": geometry}
 
 
-def _replay(view: StateView, args: dict[str, Any], payload: str) -> dict[str, Any] | None:
+def _replay(view: StateView, args: JSON, payload: str) -> JSON | None:
     receipt = view.get(RECEIPT, args["requestId"])
     if receipt is None:
         return None
@@ -55,10 +54,11 @@ def _replay(view: StateView, args: dict[str, Any], payload: str) -> dict[str, An
         raise QuinelingError(
             "conflict", f"requestId {args['requestId']} was used with a different admission", "requestId"
         )
-    return receipt["acknowledgement"]
+    acknowledgement: JSON = receipt["acknowledgement"]
+    return acknowledgement
 
 
-def admit(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def admit(args: JSON, view: StateView, env: Env) -> JSON:
     payload = hash_json(args)
     saved = _replay(view, args, payload)
     if saved is not None:
@@ -69,7 +69,12 @@ def admit(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
             "ineligible", "a pairing origin is admitted into its world, not the library", "target.kind"
         )
     build = rebuild_verified(view, env, args)
-    assert build.candidate is not None and build.program is not None and build.body is not None
+    assert (
+        build.candidate is not None
+        and build.program is not None
+        and build.body is not None
+        and build.interface is not None
+    ), "rebuild_verified returns a ready build or raises"
     artifact = build_artifact(
         build.candidate["childSource"], build.program, build.body, build.parents, build.interface, None
     )
@@ -82,7 +87,7 @@ def admit(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
         "nonce": offspring["nonce"], "mutation": offspring["mutation"], "overrides": offspring.get("overrides"),
         "origin": offspring["origin"], "requestId": args["requestId"], "target": target,
     })  # fmt: skip
-    ack: dict[str, Any] = {
+    ack: JSON = {
         "requestId": args["requestId"], "artifactId": child["id"], "candidateId": args["candidateId"],
         "childSourceHash": args["childSourceHash"], "target": target, "derivation": derivation,
     }  # fmt: skip

@@ -1,4 +1,4 @@
-"""The four offspring recipes (design §8): how parent programs combine into the child's program.
+"""The four offspring recipes: how parent programs combine into the child's program.
 
 Each recipe returns the child program or raises :class:`Rejected` with typed diagnostics; a rejection is a
 semantic outcome of ``offspringPreview``, not an error.
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from quineling.runtime.program import Program
+from stores.jsontypes import JSON
 
 NAME_MAX = 32
 
@@ -25,12 +25,12 @@ NAME_MAX = 32
 class Rejected(Exception):
     """The candidate cannot be built; ``diagnostics`` are ``{code, message, path}`` items."""
 
-    def __init__(self, diagnostics: list[dict[str, Any]]) -> None:
+    def __init__(self, diagnostics: list[JSON]) -> None:
         super().__init__(diagnostics[0]["message"])
         self.diagnostics = diagnostics
 
 
-def diagnostic(code: str, message: str, path: str | None) -> dict[str, Any]:
+def diagnostic(code: str, message: str, path: str | None) -> JSON:
     return {"code": code, "message": message, "path": path}
 
 
@@ -55,13 +55,13 @@ class _Namer:
         self.ports.update(p for s in program["steps"] for p in s["out"])
         self.rename: dict[str, str] = {}
 
-    def add_input(self, item: dict[str, Any]) -> dict[str, Any]:
+    def add_input(self, item: JSON) -> JSON:
         name = _fresh(item["name"], self.ports)
         self.ports.add(name)
         self.rename[item["name"]] = name
         return {**item, "name": name}
 
-    def add_step(self, step: dict[str, Any]) -> dict[str, Any]:
+    def add_step(self, step: JSON) -> JSON:
         sources = [self.rename.get(p, p) for p in step["in"]]
         if step["out"] == [step["id"]]:
             ident = _fresh(step["id"], self.ids, self.ports)
@@ -74,15 +74,15 @@ class _Namer:
         self.rename.update(zip(step["out"], outs, strict=True))
         return {**copy.deepcopy(step), "id": ident, "in": sources, "out": outs}
 
-    def add_output(self, output: dict[str, Any]) -> dict[str, Any]:
+    def add_output(self, output: JSON) -> JSON:
         return {**output, "from": self.rename.get(output["from"], output["from"])}
 
 
-def _signature(ports: Iterable[dict[str, Any]]) -> list[tuple[str, str | None]]:
+def _signature(ports: Iterable[JSON]) -> list[tuple[str, str | None]]:
     return [(p["type"], p["unit"]) for p in ports]
 
 
-def _show(port: dict[str, Any]) -> str:
+def _show(port: JSON) -> str:
     return f"{port['name']} ({port['type']}, unit {port['unit'] or 'none'})"
 
 

@@ -1,14 +1,13 @@
-"""Closed request records shared by the ranch operations (design §0, §8–§10)."""
+"""Closed request records shared by the ranch operations."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from quineling.runtime import fields as f
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.program import TRAIT_MAX, TRAIT_MIN, TRAITS
+from stores.jsontypes import JSON
 
-COUNTER_MAX = 1_000_000  # timers and counters stop here (design §10)
+COUNTER_MAX = 1_000_000  # every world timer and counter stops here instead of growing without bound
 PARENT_COUNTS = {"compose": 2, "mate": 2, "merge": 2, "body": 1}
 
 world_id = f.string(1, 64)
@@ -49,7 +48,7 @@ _input_record = f.record(
 )
 
 
-def offspring_input(value: Any, path: str) -> dict[str, Any]:
+def offspring_input(value: object, path: str) -> JSON:
     """The complete offspring input; parent count per recipe and override rules are structural checks."""
     cleaned = _input_record(value, path)
     wanted = PARENT_COUNTS[cleaned["recipe"]]
@@ -95,6 +94,6 @@ command = f.tagged(
 )
 
 
-def request(name: str, **fields: Any) -> f.Spec:
+def request(name: str, **fields: f.Field) -> f.Spec[JSON]:
     """A whole request record, ``operation`` included."""
     return f.record({"operation": f.one_of(name), **fields}, name=f"{name} request")

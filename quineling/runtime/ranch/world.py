@@ -1,4 +1,4 @@
-"""World operations (design §10): ``worldCreate``, ``worldInspect`` and ``worldCommand``.
+"""World operations: ``worldCreate``, ``worldInspect`` and ``worldCommand``.
 
 World receipts live in ``("world-receipts", <worldId>)`` as ``{sequence: {payloadHash, acknowledgement}}``
 (keys are decimal strings). The newest ``limits.max_world_receipts`` are retained; adding one more discards
@@ -13,8 +13,6 @@ A refused command changes nothing, not even the sequence.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from quineling.runtime import fields as f
 from quineling.runtime.canonical import canonical_json, hash_json
@@ -31,9 +29,10 @@ from quineling.runtime.ranch.world_state import (
     save_world,
     snapshot,
 )  # fmt: skip
+from stores.jsontypes import JSON
 
 
-def world_create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def world_create(args: JSON, view: StateView, env: Env) -> JSON:
     config = {"worldKey": args["worldKey"], "seed": args["seed"], "affinity": args["affinity"]}
     world = view.get(*WORLD)
     if world is not None:
@@ -48,17 +47,18 @@ def world_create(args: dict[str, Any], view: StateView, env: Env) -> dict[str, A
     return snapshot(world)
 
 
-def world_inspect(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def world_inspect(args: JSON, view: StateView, env: Env) -> JSON:
     return snapshot(load_world(view, args["worldId"], "worldId"))
 
 
-def _check_order(world: dict[str, Any], receipts: dict[str, Any], args: dict[str, Any], payload: str) -> Any:
+def _check_order(world: JSON, receipts: JSON, args: JSON, payload: str) -> JSON | None:
     """The original acknowledgement for an exact retry, ``None`` for a fresh command, or an error."""
     sequence = args["sequence"]
     held = receipts.get(str(sequence))
     if held is not None:
         if held["payloadHash"] == payload:
-            return held["acknowledgement"]
+            acknowledgement: JSON = held["acknowledgement"]
+            return acknowledgement
         raise QuinelingError("conflict", f"sequence {sequence} was used with a different command", "sequence")
     if sequence < world["nextSequence"]:
         raise QuinelingError(
@@ -73,7 +73,7 @@ def _check_order(world: dict[str, Any], receipts: dict[str, Any], args: dict[str
     return None
 
 
-def world_command(args: dict[str, Any], view: StateView, env: Env) -> dict[str, Any]:
+def world_command(args: JSON, view: StateView, env: Env) -> JSON:
     view.prefetch([WORLD, (WORLD_RECEIPTS, args["worldId"])])
     world = load_world(view, args["worldId"], "worldId")
     receipts = view.get(WORLD_RECEIPTS, world["id"]) or {}
@@ -104,7 +104,7 @@ def world_command(args: dict[str, Any], view: StateView, env: Env) -> dict[str, 
     return ack
 
 
-CREATE_FIELDS = {
+CREATE_FIELDS: dict[str, f.Field] = {
     "worldKey": f.string(1, 64),
     "seed": f.uint32,
     "affinity": f.Optional(f.one_of("structural", "neutral"), "structural"),

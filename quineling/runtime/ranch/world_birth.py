@@ -1,4 +1,4 @@
-"""Admission into a world (design §10): the rechecks and the compound birth, staged on the world document.
+"""Admission into a world: the rechecks and the compound birth, staged on the world document.
 
 Checks, in order (all before anything is changed; a refusal leaves the world untouched):
 
@@ -19,10 +19,9 @@ once (no sequence is consumed).
 
 from __future__ import annotations
 
-from typing import Any
-
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
+from quineling.runtime.program import Body, Program
 from quineling.runtime.ranch.courtship import MIN_ENERGY
 from quineling.runtime.ranch.world_state import (
     add_resident,
@@ -34,6 +33,7 @@ from quineling.runtime.ranch.world_state import (
     resident,
     save_world,
 )  # fmt: skip
+from stores.jsontypes import JSON
 
 BIRTH_COST = 30
 REST_TICKS = 20
@@ -45,8 +45,9 @@ def _ineligible(message: str, path: str | None) -> QuinelingError:
     return QuinelingError("ineligible", message, path)
 
 
-def _live_proposal(world: dict[str, Any], proposal_id: str) -> dict[str, Any]:
-    for p in world["proposals"]:
+def _live_proposal(world: JSON, proposal_id: str) -> JSON:
+    proposals: list[JSON] = world["proposals"]
+    for p in proposals:
         if p["proposalId"] == proposal_id:
             if world["tick"] >= p["expiresTick"]:
                 raise QuinelingError(
@@ -60,7 +61,7 @@ def _live_proposal(world: dict[str, Any], proposal_id: str) -> dict[str, Any]:
     )
 
 
-def _check_parents(world: dict[str, Any], proposal: dict[str, Any], offspring: dict[str, Any]) -> list[dict]:
+def _check_parents(world: JSON, proposal: JSON, offspring: JSON) -> list[JSON]:
     origin = offspring["origin"]
     order = origin["parentResidents"]
     if sorted(order) != sorted(proposal["parentResidents"]):
@@ -90,7 +91,7 @@ def _check_parents(world: dict[str, Any], proposal: dict[str, Any], offspring: d
     return parents
 
 
-def _check_capacity(world: dict[str, Any], env: Env, pair: list[str]) -> None:
+def _check_capacity(world: JSON, env: Env, pair: list[str]) -> None:
     limits = env.limits
     if len(world["residents"]) >= limits.max_residents:
         raise QuinelingError(
@@ -104,9 +105,7 @@ def _check_capacity(world: dict[str, Any], env: Env, pair: list[str]) -> None:
         )
 
 
-def birth(
-    view: StateView, env: Env, args: dict[str, Any], child: dict[str, Any], program: dict, body: dict
-) -> int:
+def birth(view: StateView, env: Env, args: JSON, child: JSON, program: Program, body: Body) -> int:
     """Stage the world birth of ``child`` (the stored artifact); returns the new world revision."""
     offspring, target = args["input"], args["target"]
     origin = offspring["origin"]
@@ -137,4 +136,5 @@ def birth(
         artifactId=child["id"], requestId=args["requestId"])  # fmt: skip
     bump_revision(world)
     save_world(view, env, world)
-    return world["revision"]
+    revision: int = world["revision"]
+    return revision

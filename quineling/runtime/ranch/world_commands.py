@@ -1,4 +1,4 @@
-"""The five world commands (design §10). Each mutates the loaded world in place and returns its effects.
+"""The five world commands. Each mutates the loaded world in place and returns its effects.
 
 * ``import {artifactId}``: a new adult resident (energy 60, participation off) holding a retained artifact
   (``not-found`` otherwise); ``resource-limit`` at ``limits.max_residents``.
@@ -11,8 +11,6 @@
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
@@ -28,13 +26,12 @@ from quineling.runtime.ranch.world_state import (
     resident,
 )  # fmt: skip
 from quineling.runtime.source import parse_source
+from stores.jsontypes import JSON
 
 IMPORT_ENERGY = 60
 
 
-def _import(
-    world: dict[str, Any], command: dict[str, Any], view: StateView, env: Env
-) -> list[dict[str, Any]]:
+def _import(world: JSON, command: JSON, view: StateView, env: Env) -> list[JSON]:
     artifact = load_artifact(view, command["artifactId"], "command.artifactId")
     if len(world["residents"]) >= env.limits.max_residents:
         raise QuinelingError(
@@ -49,13 +46,11 @@ def _import(
     return [{"kind": "imported", "residentId": entry["residentId"]}]
 
 
-def _cancelled(ids: list[str]) -> list[dict[str, Any]]:
+def _cancelled(ids: list[str]) -> list[JSON]:
     return [{"kind": "cancelled", "proposalId": pid} for pid in ids]
 
 
-def _participate(
-    world: dict[str, Any], command: dict[str, Any], view: StateView, env: Env
-) -> list[dict[str, Any]]:
+def _participate(world: JSON, command: JSON, view: StateView, env: Env) -> list[JSON]:
     r = resident(world, command["residentId"], "command.residentId")
     enabled = command["enabled"]
     if enabled and r["stage"] != "adult":
@@ -68,18 +63,14 @@ def _participate(
     return effects
 
 
-def _withdraw(
-    world: dict[str, Any], command: dict[str, Any], view: StateView, env: Env
-) -> list[dict[str, Any]]:
+def _withdraw(world: JSON, command: JSON, view: StateView, env: Env) -> list[JSON]:
     r = resident(world, command["residentId"], "command.residentId")
     log(world, env, "withdrawn", residentId=r["residentId"])
     cancelled = cancel_proposals(world, env, {r["residentId"]}, "withdrawn")
     return [{"kind": "withdrawn", "residentId": r["residentId"]}, *_cancelled(cancelled)]
 
 
-def _retire(
-    world: dict[str, Any], command: dict[str, Any], view: StateView, env: Env
-) -> list[dict[str, Any]]:
+def _retire(world: JSON, command: JSON, view: StateView, env: Env) -> list[JSON]:
     r = resident(world, command["residentId"], "command.residentId")
     world["residents"] = [x for x in world["residents"] if x is not r]
     forget_unused_profiles(world)
@@ -88,9 +79,7 @@ def _retire(
     return [{"kind": "retired", "residentId": r["residentId"]}, *_cancelled(cancelled)]
 
 
-def _advance(
-    world: dict[str, Any], command: dict[str, Any], view: StateView, env: Env
-) -> list[dict[str, Any]]:
+def _advance(world: JSON, command: JSON, view: StateView, env: Env) -> list[JSON]:
     return advance(world, env, command["ticks"])
 
 
@@ -99,7 +88,5 @@ COMMANDS = {
 }  # fmt: skip
 
 
-def apply_command(
-    world: dict[str, Any], command: dict[str, Any], view: StateView, env: Env
-) -> list[dict[str, Any]]:
+def apply_command(world: JSON, command: JSON, view: StateView, env: Env) -> list[JSON]:
     return COMMANDS[command["kind"]](world, command, view, env)

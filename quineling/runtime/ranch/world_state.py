@@ -1,4 +1,4 @@
-"""The world document and its small helpers (design §10).
+"""The world document and its small helpers.
 
 ``("world", "main")`` holds the runtime's one world: the public snapshot fields
 ``{id, worldKey, seed, affinity, revision, nextSequence, tick, residents, proposals, events}`` plus private
@@ -25,12 +25,12 @@ Every counter and timer (tick, revision, sequence, epochs, ids, energy timers) s
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from quineling.runtime.canonical import canonical_json, hash_json
 from quineling.runtime.context import Env, StateView
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.ranch.specs import COUNTER_MAX
+from stores.jsontypes import JSON, JSONValue
 
 WORLD = ("world", "main")
 WORLD_RECEIPTS = "world-receipts"
@@ -44,11 +44,11 @@ def capped(value: int) -> int:
     return min(value, COUNTER_MAX)
 
 
-def world_id_of(config: dict[str, Any]) -> str:
+def world_id_of(config: JSON) -> str:
     return "wld_" + hash_json(config).removeprefix("sha256:")[:32]
 
 
-def new_world(config: dict[str, Any]) -> dict[str, Any]:
+def new_world(config: JSON) -> JSON:
     return {
         "id": world_id_of(config), **config, "revision": 0, "nextSequence": 1, "tick": 0,
         "residents": [], "proposals": [], "events": [],
@@ -56,18 +56,18 @@ def new_world(config: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def snapshot(world: dict[str, Any]) -> dict[str, Any]:
+def snapshot(world: JSON) -> JSON:
     return {key: world[key] for key in PUBLIC}
 
 
-def load_world(view: StateView, world_id: str, path: str) -> dict[str, Any]:
+def load_world(view: StateView, world_id: str, path: str) -> JSON:
     world = view.get(*WORLD)
     if world is None or world["id"] != world_id:
         raise QuinelingError("not-found", f"no world {world_id}", path)
     return world
 
 
-def save_world(view: StateView, env: Env, world: dict[str, Any]) -> None:
+def save_world(view: StateView, env: Env, world: JSON) -> None:
     size = len(canonical_json(world).encode("utf-8"))
     if size > env.limits.max_world_bytes:
         raise QuinelingError(
@@ -76,18 +76,18 @@ def save_world(view: StateView, env: Env, world: dict[str, Any]) -> None:
     view.put(*WORLD, world)
 
 
-def bump_revision(world: dict[str, Any]) -> None:
+def bump_revision(world: JSON) -> None:
     world["revision"] = capped(world["revision"] + 1)
 
 
-def next_id(world: dict[str, Any], counter: str, prefix: str) -> str:
+def next_id(world: JSON, counter: str, prefix: str) -> str:
     if world["counters"][counter] >= COUNTER_MAX:  # a stopped counter must never hand out an id twice
         raise QuinelingError("resource-limit", f"the world's {counter} counter has stopped at {COUNTER_MAX}")
     world["counters"][counter] += 1
     return f"{prefix}{world['counters'][counter]}"
 
 
-def log(world: dict[str, Any], env: Env, kind: str, **details: Any) -> dict[str, Any]:
+def log(world: JSON, env: Env, kind: str, **details: JSONValue) -> JSON:
     world["counters"]["event"] = capped(world["counters"]["event"] + 1)
     event = {"index": world["counters"]["event"], "tick": world["tick"], "kind": kind, **details}
     world["events"].append(event)
@@ -100,21 +100,22 @@ def _draw(seed: int, number: int, axis: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def place(world: dict[str, Any], number: int) -> dict[str, int]:
+def place(world: JSON, number: int) -> dict[str, int]:
     return {"x": _draw(world["seed"], number, "x") % GRID, "y": _draw(world["seed"], number, "y") % GRID}
 
 
-def resident(world: dict[str, Any], resident_id: str, path: str) -> dict[str, Any]:
-    for r in world["residents"]:
+def resident(world: JSON, resident_id: str, path: str) -> JSON:
+    residents: list[JSON] = world["residents"]
+    for r in residents:
         if r["residentId"] == resident_id:
             return r
     raise QuinelingError("not-found", f"no resident {resident_id} in world {world['id']}", path)
 
 
 def add_resident(
-    world: dict[str, Any], artifact_id: str, intent_hash: str | None, *, stage: str, energy: int,
-    nursery_until: int | None, profile: dict[str, Any],
-) -> dict[str, Any]:  # fmt: skip
+    world: JSON, artifact_id: str, intent_hash: str | None, *, stage: str, energy: int,
+    nursery_until: int | None, profile: JSON,
+) -> JSON:  # fmt: skip
     rid = next_id(world, "resident", "r")
     entry = {
         "residentId": rid, "artifactId": artifact_id, "intentHash": intent_hash, "epoch": 0, "stage": stage,
@@ -126,13 +127,14 @@ def add_resident(
     return entry
 
 
-def profile_of(program: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def profile_of(program: JSON, body: JSON) -> JSON:
     return {"ops": sorted({s["op"] for s in program["steps"]}), "traits": dict(body["traits"])}
 
 
-def cancel_proposals(world: dict[str, Any], env: Env, affected: set[str], reason: str) -> list[str]:
+def cancel_proposals(world: JSON, env: Env, affected: set[str], reason: str) -> list[str]:
     """Drop every proposal naming an affected resident; returns their ids (logged as ``cancelled``)."""
-    keep, gone = [], []
+    keep: list[JSON] = []
+    gone: list[JSON] = []
     for p in world["proposals"]:
         (gone if affected & set(p["parentResidents"]) else keep).append(p)
     world["proposals"] = keep
@@ -141,6 +143,6 @@ def cancel_proposals(world: dict[str, Any], env: Env, affected: set[str], reason
     return [p["proposalId"] for p in gone]
 
 
-def forget_unused_profiles(world: dict[str, Any]) -> None:
+def forget_unused_profiles(world: JSON) -> None:
     held = {r["artifactId"] for r in world["residents"]}
     world["profiles"] = {k: v for k, v in world["profiles"].items() if k in held}
