@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from stores.base import (
@@ -34,7 +35,7 @@ from stores.errors import (
 from stores.memory import MemoryBackend
 from stores.redis import RedisBackend
 
-BACKENDS: dict[str, type[Backend]] = {
+BACKENDS: dict[str, Callable[..., Backend]] = {
     scheme: backend for backend in (MemoryBackend, RedisBackend) for scheme in backend.scheme
 }
 

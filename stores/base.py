@@ -205,6 +205,10 @@ class TaskEvent:
     payload: JSON
 
 
+# The name ``list`` inside TaskStore classes is their listing method, so their signatures use this alias.
+TaskEvents = list[TaskEvent]
+
+
 class TaskStore(ABC):
     """Bounded A2A task storage (the seed's ``BoundedTaskStore``) plus a per-task event log.
 
@@ -282,7 +286,7 @@ class TaskStore(ABC):
         """
 
     @abstractmethod
-    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> list[TaskEvent]:
+    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> TaskEvents:
         """Events of a task after ``after`` (``None``: from the start), waiting up to ``timeout`` seconds
         for at least one. Returns ``[]`` on timeout."""
 

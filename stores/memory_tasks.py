@@ -15,6 +15,7 @@ from stores.base import (
     Lifecycle,
     TaskDescriber,
     TaskEvent,
+    TaskEvents,
     TaskFacts,
     TaskLimits,
     TaskPage,
@@ -223,7 +224,7 @@ class MemoryTaskStore(TaskStore):
             texts = [mine[tid].text for tid in plan.task_ids]
         return TaskPage([decode(t) for t in texts], plan.next_page_token, plan.total_size)
 
-    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> list[TaskEvent]:
+    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> TaskEvents:
         position = _event_number(after)
         deadline = time.monotonic() + max(0.0, timeout)
         with self._data.changed:

@@ -86,7 +86,8 @@ class Connection:
     def pipeline(self, fill: Callable[[Any], None], *, transaction: bool = True) -> list[Any]:
         pipe = self.shared.pipeline(transaction=transaction)
         fill(pipe)
-        return self._guard(pipe.execute)
+        replies: list[Any] = self._guard(pipe.execute)
+        return replies
 
     def script(self, *names: str) -> Callable[[Sequence[str], Sequence[Any]], Any]:
         """A registered script (prelude files first); calling it is one EVALSHA."""

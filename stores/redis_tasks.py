@@ -21,6 +21,7 @@ from stores.base import (
     JSON,
     TaskDescriber,
     TaskEvent,
+    TaskEvents,
     TaskFacts,
     TaskLimits,
     TaskPage,
@@ -100,7 +101,7 @@ class RedisTaskStore(TaskStore):
         self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
     ) -> int:
         task_id, expect, args = self._write_args(scope, task, events, expect_version)
-        size = len(args[1].encode())
+        size = len(str(args[1]).encode())  # the task's JSON body
         if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
             raise TaskTooLarge(f"task {task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}")
         stream = keys.task_events(self._prefix, scope, task_id)
@@ -175,7 +176,7 @@ class RedisTaskStore(TaskStore):
         bodies = self._conn.command("hmget", task_keys[0], plan.task_ids)
         return TaskPage([decode(b) for b in bodies if b is not None], plan.next_page_token, plan.total_size)
 
-    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> list[TaskEvent]:
+    def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> TaskEvents:
         stream = keys.task_events(self._prefix, scope, task_id)
         options = {"block": max(1, int(timeout * 1000))} if timeout > 0 else {}
         reply = self._conn.command("xread", {stream: after or "0-0"}, **options)

@@ -34,8 +34,8 @@ from quineling.a2a import wire
 from quineling.a2a.model import RESULT_ARTIFACT_ID, agent_message
 from quineling.runtime.errors import QuinelingError
 from stores.base import TaskWrite
+from stores.jsontypes import JSON
 
-JSON = dict[str, Any]
 REJECTING_STATUSES = frozenset({"unsupported", "inconsistent"})
 
 Outcome = JSON | QuinelingError  # what a dispatch ends with: {operation, result}, or the runtime's error
@@ -89,7 +89,7 @@ class Pending:
         return self.finisher(copied, outcome)
 
 
-def request_of(message: JSON) -> JSON:
+def request_of(message: JSON) -> Any:
     """The runtime request a message carries, or a QuinelingError('invalid-request') for a bad envelope."""
     if message.get("role") != "ROLE_USER":
         raise QuinelingError("invalid-request", "the message role must be ROLE_USER", "message.role")

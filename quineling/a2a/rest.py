@@ -35,7 +35,7 @@ _BODY_KEY = "quineling.a2a.body"
 def request_body() -> dict[str, Any]:
     """The JSON body, parsed strictly once per request (cached in the WSGI environ, which is per request,
     unlike ``g``); an empty body is ``{}``."""
-    cached = request.environ.get(_BODY_KEY)
+    cached: dict[str, Any] | None = request.environ.get(_BODY_KEY)
     if cached is not None:
         return cached
     raw = request.get_data(cache=True)
@@ -49,7 +49,8 @@ def request_body() -> dict[str, Any]:
         if not isinstance(body, dict):
             raise InvalidRequestError("The request body must be a JSON object")
     request.environ[_BODY_KEY] = body
-    return body
+    parsed: dict[str, Any] = body
+    return parsed
 
 
 class _Parser(FlaskParser):

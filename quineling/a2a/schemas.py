@@ -4,6 +4,8 @@ request schemas pass unknown keys through (``INCLUDE``) and treat ``null`` as ab
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import INCLUDE, Schema, fields
 
 
@@ -12,7 +14,7 @@ class _Request(Schema):
         unknown = INCLUDE
 
 
-def _opt(field_cls: type[fields.Field], **kwargs: object) -> fields.Field:
+def _opt(field_cls: type[fields.Field[Any]], **kwargs: object) -> fields.Field[Any]:
     return field_cls(allow_none=True, load_default=None, **kwargs)  # type: ignore[arg-type]
 
 

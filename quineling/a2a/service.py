@@ -18,7 +18,6 @@ other. What the loser of such a race gets is decided in :meth:`A2AService.cancel
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from quineling.a2a import wire
 from quineling.a2a.context import CallContext
@@ -37,8 +36,8 @@ from quineling.a2a.subscription import StreamSettings, follow
 from quineling.runtime.errors import QuinelingError
 from stores.base import TaskQuery, TaskStore, TaskWrite, Versioned
 from stores.errors import InvalidCursor, StoreError, TaskConflict
+from stores.jsontypes import JSON
 
-JSON = dict[str, Any]
 CONFLICT_ATTEMPTS = 3  # conditional saves per request before a task that keeps changing is given up on
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from quineling.a2a import wire
 from quineling.a2a.model import present_task
 from stores.base import TaskStore
+from stores.jsontypes import JSON
 
-JSON = dict[str, Any]
 KEEPALIVE = None  # what a subscription yields when the SSE layer should ping
 
 

@@ -11,8 +11,7 @@ from quineling.a2a.compat_v03.translate import error_to_v03
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import A2AError
 from quineling.a2a.service import A2AService
-
-JSON = dict[str, Any]
+from stores.jsontypes import JSON
 
 
 class V03Compat:

@@ -6,8 +6,7 @@ import copy
 from typing import Any
 
 from quineling.a2a.errors import InvalidParamsError
-
-Json = dict[str, Any]
+from stores.jsontypes import JSON as Json
 
 
 def invalid(path: str, problem: str) -> InvalidParamsError:

@@ -8,12 +8,11 @@ header-less discovery by either generation.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Callable
 
 from quineling.a2a.errors import VersionNotSupportedError
 from quineling.a2a.versions import speaks_v03
-
-Json = dict[str, Any]
+from stores.jsontypes import JSON as Json
 
 V03_DEFAULT_VERSION = "0.3"
 
@@ -72,7 +71,7 @@ def _oauth2(body: Json) -> Json:
     return out
 
 
-_SCHEMES = {
+_SCHEMES: dict[str, Callable[[Json], Json]] = {
     "apiKeySecurityScheme": _api_key,
     "httpAuthSecurityScheme": _http,
     "oauth2SecurityScheme": _oauth2,
@@ -89,7 +88,7 @@ def security_scheme_to_v03(scheme: Json) -> Json | None:
     for member, translate in _SCHEMES.items():
         body = scheme.get(member)
         if body is not None:
-            out = translate(body)
+            out: Json = translate(body)
             if body.get("description"):
                 out["description"] = body["description"]
             return out

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from quineling.a2a.compat_v03._shape import Json
 from quineling.a2a.compat_v03.card import card_to_v03
 from quineling.a2a.compat_v03.params import send_params_to_v1, task_push_config_to_v03, task_push_config_to_v1
 from quineling.a2a.compat_v03.translate import stream_response_to_v03, task_to_v03
 from quineling.a2a.errors import InvalidParamsError, MethodNotFoundError, TaskNotFoundError
+from stores.jsontypes import JSON as Json
 
 V03_STREAM_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
 
@@ -66,7 +66,7 @@ def _message_send(service: Any, params: Json, ctx: Any) -> Json:
     return stream_response_to_v03(service.send_message(send_params_to_v1(params), ctx))
 
 
-def _message_stream(service: Any, params: Json, ctx: Any) -> Iterator[Json]:
+def _message_stream(service: Any, params: Json, ctx: Any) -> Iterator[Json | None]:
     return _events(service.send_message_stream(send_params_to_v1(params), ctx))
 
 
@@ -84,7 +84,7 @@ def _tasks_cancel(service: Any, params: Json, ctx: Any) -> Json:
     return task_to_v03(service.cancel_task(request, ctx))
 
 
-def _tasks_resubscribe(service: Any, params: Json, ctx: Any) -> Iterator[Json]:
+def _tasks_resubscribe(service: Any, params: Json, ctx: Any) -> Iterator[Json | None]:
     # keepalive: a resubscription can idle for long stretches; the service then yields None markers.
     return _events(service.subscribe_to_task({"id": _string_param(params, "id")}, ctx, keepalive=True))
 

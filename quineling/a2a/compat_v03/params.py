@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from quineling.a2a.compat_v03._shape import (
-    Json,
     copy_nonempty,
     copy_present,
     invalid,
@@ -17,6 +16,7 @@ from quineling.a2a.compat_v03._shape import (
     require_object,
 )
 from quineling.a2a.compat_v03.translate import message_to_v1
+from stores.jsontypes import JSON as Json
 
 # --- push notification configs -------------------------------------------------------------------------
 

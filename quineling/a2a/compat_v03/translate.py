@@ -14,7 +14,6 @@ import copy
 from typing import Any
 
 from quineling.a2a.compat_v03._shape import (
-    Json,
     check_kind,
     copy_nonempty,
     copy_present,
@@ -23,6 +22,7 @@ from quineling.a2a.compat_v03._shape import (
     require_object,
 )
 from quineling.a2a.errors import A2AError, InternalError
+from stores.jsontypes import JSON as Json
 
 # Marks a v0.3 data part that wraps a non-object 1.0 value as {"value": …} (v0.3 data must be an object).
 DATA_PART_COMPAT = "data_part_compat"
