@@ -210,7 +210,7 @@ TaskEvents = list[TaskEvent]
 
 
 class TaskStore(ABC):
-    """Bounded A2A task storage (the seed's ``BoundedTaskStore``) plus a per-task event log.
+    """Bounded task storage (128 tasks and 64 MiB per tenant by default, 16 MiB each) plus a per-task event log.
 
     **Versions.** Every stored task has a version: a positive integer that every successful save replaces
     with a strictly greater one. Versions come from one counter per partition, so a version is never reused,

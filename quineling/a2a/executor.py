@@ -1,6 +1,6 @@
 """The Quineling executor: one A2A user message → one ``Runtime.dispatch`` → task state, artifact, events.
 
-Request contract (seed "Structured request contract"):
+Request contract (docs/runtime-operations.md, "Sending an operation"):
 
 * exactly one data part whose ``mediaType`` is ``application/json`` (parameters allowed) **or absent** — a
   ``data`` part is JSON by construction, so a missing media type is accepted; any other media type is refused;
@@ -189,7 +189,7 @@ class QuinelingExecutor:
             "name": RESULT_ARTIFACT_ID,
             "parts": [{"data": outcome, "mediaType": "application/json"}],
         }
-        # The stable container id means a follow-up's result replaces the earlier one (seed).
+        # The stable container id means a follow-up's result replaces the earlier one.
         others = [a for a in task.get("artifacts", []) if a.get("artifactId") != RESULT_ARTIFACT_ID]
         task["artifacts"] = [*others, artifact]
         execution.events.append(

@@ -1,4 +1,4 @@
-"""1.0 JSON shapes: normalising incoming messages and presenting stored tasks (reference §2–§3).
+"""1.0 JSON shapes: normalising incoming messages and presenting stored tasks (docs/decisions-a2a.md, "Wire shapes").
 
 Incoming messages are rewritten to the canonical 1.0 form (camelCase, enum names, no nulls, no unknown
 fields) before they are stored, so nothing we later echo can carry snake_case or v0.3 fields.
@@ -91,7 +91,7 @@ def normalize_message(message: Any) -> dict[str, Any]:
         if values:
             out[name] = values
     if out["role"] == "ROLE_UNSPECIFIED":
-        del out["role"]  # default-valued enums are omitted on output (§2)
+        del out["role"]  # default-valued enums are omitted on output, as ProtoJSON does
     if not out["parts"]:
         del out["parts"]
     return out
@@ -113,7 +113,7 @@ def agent_message(task: dict[str, Any], text: str, metadata: dict[str, Any] | No
 def present_task(
     task: dict[str, Any], history_length: int | None = None, *, include_artifacts: bool = True
 ) -> dict[str, Any]:
-    """A copy of a stored task shaped for a response: ``historyLength`` (§10.2) and ``includeArtifacts``."""
+    """A copy of a stored task shaped for a response: ``historyLength`` (the newest messages; 0 = none) and ``includeArtifacts``."""
     out = dict(task)  # shallow: nothing below mutates a nested value
     history = out.pop("history", None) or []
     if history_length is not None:

@@ -1,4 +1,4 @@
-"""JSON shape helpers shared by the compat translators: null means absent (§2), problems are InvalidParams."""
+"""JSON shape helpers shared by the compat translators: null means absent, problems are InvalidParams."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def require_array(value: Any, path: str) -> list[Any]:
 
 
 def copy_present(src: Json, dst: Json, *names: str) -> Json:
-    """Copy the named fields that are present and not null (null means absent, §2)."""
+    """Copy the named fields that are present and not null (null means absent)."""
     for name in names:
         if src.get(name) is not None:
             dst[name] = copy.deepcopy(src[name])

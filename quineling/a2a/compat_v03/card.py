@@ -1,4 +1,4 @@
-"""The 1.0 Agent Card rendered for v0.3 clients (reference §12.6), optionally as the superset card.
+"""The 1.0 Agent Card rendered for v0.3 clients (docs/compat-v03.md, "Agent Card"), optionally as the superset card.
 
 The superset card (JS ``embedV1Interfaces``) is the v0.3 card plus the 1.0 ``supportedInterfaces`` array:
 v0.3 parsers ignore the array and 1.0 parsers classify any card with it as 1.0, so one document serves

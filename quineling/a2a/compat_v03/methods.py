@@ -1,4 +1,4 @@
-"""The ten v0.3 JSON-RPC methods (reference §12.1) served by the 1.0 :class:`A2AService`.
+"""The ten v0.3 JSON-RPC methods (docs/compat-v03.md) served by the 1.0 :class:`A2AService`.
 
 Each method translates its v0.3 params to 1.0, calls the service and translates the result back, so one
 request handler serves both generations and a response never mixes the two models. Errors stay
@@ -20,7 +20,7 @@ V03_STREAM_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
 
 
 def resubscribe_always_sse(method: str) -> bool:
-    """True when even an immediate failure must be answered as ``200 text/event-stream`` (§12.4): strict
+    """True when even an immediate failure must be answered as ``200 text/event-stream``: strict
     v0.3 clients reject any other content type on ``tasks/resubscribe``."""
     return method == "tasks/resubscribe"
 

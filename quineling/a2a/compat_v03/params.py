@@ -1,4 +1,4 @@
-"""v0.3 ⇄ 1.0 request translators (reference §12.3): push notification configs and send parameters.
+"""v0.3 ⇄ 1.0 request translators (docs/compat-v03.md): push notification configs and send parameters.
 
 Same conventions as :mod:`quineling.a2a.compat_v03.translate`: ``*_to_v1`` validate v0.3 input and raise
 :class:`InvalidParamsError`; ``*_to_v03`` render 1.0 values.
@@ -31,7 +31,7 @@ def push_config_to_v1(config: Any, path: str = "pushNotificationConfig") -> Json
         schemes = require_array(auth.get("schemes"), f"{path}.authentication.schemes")
         if not schemes or not isinstance(schemes[0], str):
             raise invalid(f"{path}.authentication.schemes", "must list at least one scheme name")
-        # 1.0 carries a single scheme; the extra v0.3 schemes have no home and are dropped (§12.3).
+        # 1.0 carries a single scheme; the extra v0.3 schemes have no home and are dropped.
         out["authentication"] = copy_nonempty(auth, {"scheme": schemes[0]}, "credentials")
     return out
 
@@ -69,7 +69,7 @@ def send_config_to_v1(config: Any, path: str = "configuration") -> Json:
     blocking = config.get("blocking")
     if blocking is not None and not isinstance(blocking, bool):
         raise invalid(f"{path}.blocking", "must be a boolean")
-    # D10: an absent `blocking` means blocking (v0.3 SDKs), unlike JS compat which returns immediately.
+    # An absent `blocking` means blocking, as the v0.3 SDKs do (docs/compat-v03.md, "Translation choices").
     out["returnImmediately"] = blocking is False
     return out
 

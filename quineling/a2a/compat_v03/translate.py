@@ -1,4 +1,4 @@
-"""v0.3 ⇄ 1.0 object translators (reference §12.2–§12.3): pure functions over JSON dicts.
+"""v0.3 ⇄ 1.0 object translators (docs/compat-v03.md): pure functions over JSON dicts.
 
 ``*_to_v1`` read v0.3 JSON (from a legacy client) and raise :class:`InvalidParamsError` on a shape that cannot
 be translated; fields that merely fail 1.0 validation (a missing ``messageId``…) are passed on for the 1.0
