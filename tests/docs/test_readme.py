@@ -297,6 +297,7 @@ def readme_run(readme: Document) -> Iterator[ReadmeRun]:
         yield run_readme(readme, origin)
 
 
+@pytest.mark.slow  # serves the app over HTTP
 def test_every_curl_in_the_readme_gives_the_answer_shown(readme_run: ReadmeRun) -> None:
     methods = {(r.curl.method, urlsplit(r.curl.url).path.rsplit(":", 1)[-1]) for r in readme_run.replies}
     # The HTTP+JSON examples the README promises: send, get, list, cancel and subscribe.
@@ -319,6 +320,7 @@ def _card(readme_run: ReadmeRun, versioned: bool) -> Reply:
     return reply
 
 
+@pytest.mark.slow  # serves the app over HTTP
 def test_bare_discovery_is_the_superset_card_with_protocol_version_first(readme_run: ReadmeRun) -> None:
     reply = _card(readme_run, versioned=False)
     card = json.loads(reply.body)
@@ -328,11 +330,13 @@ def test_bare_discovery_is_the_superset_card_with_protocol_version_first(readme_
     assert reply.headers["Vary"] == "A2A-Version" and reply.headers["ETag"]
 
 
+@pytest.mark.slow  # serves the app over HTTP
 def test_a2a_version_1_0_discovery_is_the_pure_card(readme_run: ReadmeRun) -> None:
     card = json.loads(_card(readme_run, versioned=True).body)
     assert not {"protocolVersion", "url", "preferredTransport"} & set(card)
 
 
+@pytest.mark.slow  # serves the app over HTTP
 def test_card_etag_revalidates_and_other_ways_to_the_pure_card() -> None:
     """What the README says in prose around the card examples."""
     with served_app() as origin:
