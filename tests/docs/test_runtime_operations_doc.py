@@ -110,3 +110,12 @@ def test_the_send_helper_gives_the_documented_answers_over_http(doc: Document, r
         state, answer = printed[name]
         assert state == run.states[name], name
         assert _masked(answer) == _masked(run.answers[name]), name
+
+
+def test_the_two_capacity_variables_set_the_limits_the_page_names(doc: Document) -> None:
+    assert "`QUINELING_MAX_ARTIFACTS` sets `max_artifacts`" in doc.text
+    assert "`QUINELING_MAX_RECORDS` sets `max_records`" in doc.text
+    app = create_app(config={"store_url": "memory://", "max_artifacts": 3, "max_records": 5})
+    limits = app.extensions["quineling"].extras["runtime"].limits
+    assert (limits.max_artifacts, limits.max_records) == (3, 5)
+    assert dataclasses.replace(limits, max_artifacts=128, max_records=256) == RuntimeLimits()
