@@ -1,5 +1,5 @@
 """``GET /.well-known/agent-card.json`` with caching headers; header-less and 0.x discovery gets the v0.3
-superset card (docs/decisions-a2a.md, "Discovery")."""
+superset card (docs/decisions-a2a.md, "Where the protocol's sources disagree")."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 
 class A2AError(Exception):
     """Root of the protocol errors. Subclasses set the class attributes below (the A2A 1.0.1 error table;
-    docs/decisions-a2a.md, "Errors"). ``http_status`` given to one error overrides the class's for it alone
-    (a REST routing or media-type failure), as ``status_code``."""
+    docs/decisions-a2a.md, "Where the protocol's sources disagree"). ``http_status`` given to one error
+    overrides the class's for it alone (a REST routing or media-type failure), as ``status_code``."""
 
     code: ClassVar[int] = -32603
     http_status: ClassVar[int] = 500
@@ -30,7 +30,7 @@ class A2AError(Exception):
     reason: ClassVar[str] = "INTERNAL_ERROR"
     default_message: ClassVar[str] = "Internal error"
     # Only the nine A2A errors carry an ErrorInfo in JSON-RPC ``error.data``; JSON-RPC standard errors keep
-    # their plain shape there, but REST bodies always carry one (docs/decisions-a2a.md, "Errors").
+    # their plain shape there, but REST bodies always carry one (docs/decisions-a2a.md, as above).
     a2a: ClassVar[bool] = False
 
     def __init__(
