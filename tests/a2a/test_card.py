@@ -7,7 +7,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.a2a.conftest import V1, make_app, text, user_message
+from tests.a2a.conftest import make_app, text, user_message
+from tests.support.bindings import V1
 
 CARD = "/.well-known/agent-card.json"
 

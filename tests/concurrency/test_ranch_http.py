@@ -7,14 +7,11 @@ failed task's ``status.message.metadata.quinelingError`` on refusal.
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from quineling.runtime.errors import QuinelingError
 from tests.concurrency.support import errors, fire_threads, oks, stored, wipe_state, wire
@@ -34,7 +31,9 @@ from tests.runtime.test_ranch_support import (
     world,
     world_target,
 )
+from tests.support.http_bindings import JsonRpc
 from tests.support.live import LiveServer, live_server
+from tests.support.messages import data, runtime_outcome, user_message
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, needs_redis]
 
@@ -56,35 +55,14 @@ class HttpRuntime:
 
     def __init__(self, server: LiveServer) -> None:
         self.server = server
+        self.client = JsonRpc(server, timeout=60)
 
     def send(self, request: dict[str, Any]) -> tuple[str, Any]:
         """``("ok", raw {operation, result} JSON)`` or ``("error", quinelingError)`` for one request."""
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendMessage",
-            "params": {
-                "message": {
-                    "messageId": f"msg-{uuid.uuid4().hex}",
-                    "role": "ROLE_USER",
-                    "parts": [{"mediaType": "application/json", "data": request}],
-                }
-            },
-        }
-        response = requests.post(
-            self.server.url("/a2a/jsonrpc"),
-            data=json.dumps(body),
-            headers={"Content-Type": "application/json", "A2A-Version": "1.0", "Connection": "close"},
-            timeout=60,
-        )
-        assert response.status_code == 200, response.text
-        task = response.json()["result"]["task"]
-        state = task["status"]["state"]
-        if state == "TASK_STATE_FAILED":
-            return "error", task["status"]["message"]["metadata"]["quinelingError"]
-        assert state == "TASK_STATE_COMPLETED", task
-        (artifact,) = [a for a in task["artifacts"] if a["artifactId"] == "quineling-result"]
-        return "ok", artifact["parts"][0]["data"]
+        task = self.client.send(user_message(data(request)))
+        kind, value = runtime_outcome(task)
+        assert kind == "error" or task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        return kind, value
 
     def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
         kind, value = self.send(request)

@@ -9,17 +9,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import REDIS_URL, needs_redis
-from tests.e2e.client import (
-    BINDINGS,
-    SQUARE_SUM,
-    Binding,
-    CallFailed,
-    expect_not_found,
-    result_of,
-    text,
-    user_message,
-)
+from tests.support.http_bindings import BINDINGS, Binding, CallFailed, expect_not_found
 from tests.support.live import LiveServer, live_server
+from tests.support.messages import SQUARE_SUM, result_of, text, user_message
 
 pytestmark = pytest.mark.slow
 CAPACITY = 8
