@@ -1,4 +1,5 @@
-"""The agent card: content, caching, the superset/pure choice (D7), and that its claims match behaviour."""
+"""The agent card: content, caching, the superset/pure choice (docs/compat-v03.md), and that its claims
+match behaviour."""
 
 from __future__ import annotations
 

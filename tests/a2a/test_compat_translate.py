@@ -1,4 +1,4 @@
-"""Unit tests of the v0.3 ⇄ 1.0 translators (reference §12.3) and the v0.3 card (§12.6)."""
+"""Unit tests of the v0.3 ⇄ 1.0 translators and the v0.3 card (docs/compat-v03.md)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_roles_both_ways() -> None:
 
 
 def test_unmapped_1_0_role_becomes_agent() -> None:
-    """§12.3: anything but ROLE_USER is the agent for a v0.3 client."""
+    """Anything but ROLE_USER is the agent for a v0.3 client."""
     assert role_to_v03("ROLE_UNSPECIFIED") == "agent"
     assert role_to_v03(None) == "agent"
 
@@ -188,7 +188,7 @@ def test_text_and_data_media_types_have_no_v03_home() -> None:
 
 @pytest.mark.parametrize("value", ["s", 42, 1.5, True, False, None, [1, {"a": 2}], []])
 def test_non_object_data_is_wrapped_with_the_compat_flag(value: Any) -> None:
-    """§12.3 data_part_compat: v0.3 data must be an object, so other JSON values go in {"value": …}."""
+    """data_part_compat: v0.3 data must be an object, so other JSON values go in {"value": …}."""
     v03 = part_to_v03({"data": value, "metadata": {"keep": "me"}})
     assert v03 == {
         "kind": "data",
@@ -226,7 +226,7 @@ def test_data_is_only_unwrapped_when_flag_is_true_and_value_present(part: dict[s
 )
 def test_any_json_data_survives_a_round_trip(value: Any) -> None:
     if value is None:
-        return  # a 1.0 null data value reads as an absent member (§2)
+        return  # a 1.0 null data value reads as an absent member
     assert part_to_v1(part_to_v03({"data": value})) == {"data": value}
 
 
@@ -310,7 +310,7 @@ def test_task_both_ways_and_round_trip() -> None:
     assert task_to_v03(task_to_v1(TASK_V03)) == TASK_V03
 
 
-def test_reference_example_12_7() -> None:
+def test_completed_v03_task_with_data_artifact_and_history_round_trips() -> None:
     v03 = {
         "kind": "task",
         "id": "t1",
@@ -350,7 +350,7 @@ def test_failed_task_keeps_its_quineling_error() -> None:
 
 @pytest.mark.parametrize(("v03_state", "v1_state"), STATES)
 def test_status_update_final_flag(v03_state: str, v1_state: str) -> None:
-    """§12.3: final is true exactly for the terminal states (false for input-/auth-required)."""
+    """final is true exactly for the terminal states (false for input-/auth-required)."""
     v1 = {"taskId": "t-1", "contextId": "c-1", "status": {"state": v1_state}}
     v03 = status_update_to_v03(v1)
     assert v03 == {
@@ -412,7 +412,7 @@ def test_stream_responses_both_ways() -> None:
 
 
 def test_send_config_blocking_absent_means_blocking() -> None:
-    """D10: an absent `blocking` waits (v0.3 SDKs), unlike JS compat which returns immediately."""
+    """An absent `blocking` waits (v0.3 SDKs), unlike JS compat which returns immediately."""
     assert send_config_to_v1({}) == {"returnImmediately": False}
     assert send_config_to_v1({"blocking": True}) == {"returnImmediately": False}
     assert send_config_to_v1({"blocking": False}) == {"returnImmediately": True}

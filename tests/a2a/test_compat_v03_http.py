@@ -1,5 +1,5 @@
-"""v0.3 JSON-RPC compatibility through raw HTTP (reference §12): header-less v0.3 clients against the real app
-and runtime, compat on and off, plus round trips between the v0.3 and 1.0 method families."""
+"""v0.3 JSON-RPC compatibility (docs/compat-v03.md) through raw HTTP: header-less v0.3 clients against the
+real app and runtime, compat on and off, plus round trips between the v0.3 and 1.0 method families."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ def _error_event(response: Any) -> dict[str, Any]:
 
 
 def test_resubscribe_failures_are_always_sse(client: FlaskClient) -> None:
-    """§12.4: strict v0.3 clients only accept an event stream from tasks/resubscribe."""
+    """Strict v0.3 clients only accept an event stream from tasks/resubscribe."""
     assert _error_event(_rpc(client, "tasks/resubscribe", {"id": "no-such-task"})) == {
         "code": -32001,
         "message": "Task not found: no-such-task",
@@ -363,7 +363,7 @@ def test_native_methods_keep_1_0_shapes_header_less(client: FlaskClient) -> None
 def test_compat_off_v03_methods_are_method_not_found(
     client_off: FlaskClient, method: str, headers: dict[str, str]
 ) -> None:
-    """The method family is chosen before the version check (reference §9), so even a header-less v0.3
+    """The method family is chosen before the version check, so even a header-less v0.3
     call gets method-not-found, not version-not-supported, when compat is off."""
     response = _rpc(client_off, method, {"id": "t", "message": _message(TEXT)}, headers=headers)
     assert response.mimetype == "application/json"

@@ -1,4 +1,5 @@
-"""JSON-RPC processing order on raw bodies (reference §7) and version negotiation (§9)."""
+"""JSON-RPC on raw bodies: the order of the checks (media type, size, JSON, envelope, method, params) and
+A2A-Version negotiation."""
 
 from __future__ import annotations
 

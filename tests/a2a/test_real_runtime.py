@@ -1,4 +1,4 @@
-"""End to end over the real Runtime (memory store): the seed's square/sum example through both bindings."""
+"""End to end over the real Runtime (memory store): the README's square/sum example through both bindings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SendStreamingMessage and SubscribeToTask over both bindings (reference §10.4)."""
+"""SendStreamingMessage and SubscribeToTask over both bindings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 5 over the wire: exactly-once ranch effects through gunicorn with 4 workers on one real Redis.
+"""Exactly-once ranch effects over the wire: through gunicorn with 4 workers on one real Redis.
 
 Many client threads fire SendMessage requests together, each on a fresh connection, at a live server; the
 outcome is read from the task exactly as a client sees it: the ``quineling-result`` artifact on success, the
@@ -113,7 +113,7 @@ def test_same_proposal_over_http_births_once(rt: HttpRuntime) -> None:
     )
     (winner,) = oks(outcomes)
     ack = winner["result"]
-    # All carried the pre-birth revision; the admission checks the revision before the proposal (§10).
+    # All carried the pre-birth revision; the admission checks the revision before the proposal.
     assert {(e["code"], e["path"]) for e in errors(outcomes)} == {
         ("stale-revision", "target.expectedRevision")
     }
@@ -150,7 +150,7 @@ def test_fresh_commands_over_http_one_success_rest_conflict(rt: HttpRuntime) -> 
     requests_ = [command_request(rt, snap["id"], c) for c in commands]
     outcomes = fire(rt, requests_)
     (winner,) = oks(outcomes)
-    # §10 step 2 (retained sequence, other payload → conflict) precedes step 3 (stale-revision).
+    # The sequence check (retained sequence, other payload → conflict) precedes the revision check.
     assert {(e["code"], e["path"]) for e in errors(outcomes)} == {("conflict", "sequence")}
     assert len(errors(outcomes)) == len(commands) - 1
     after = inspect_world(rt, snap["id"])

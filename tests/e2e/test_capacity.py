@@ -1,4 +1,4 @@
-"""The seed's capacity scenario and paused-task expiry through real HTTP, on the memory store (1 worker) and
+"""The task-capacity scenario and paused-task expiry through real HTTP, on the memory store (1 worker) and
 on Redis (2 workers): more clarification tasks than the task capacity, then a valid create."""
 
 from __future__ import annotations

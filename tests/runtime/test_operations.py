@@ -1,4 +1,5 @@
-"""The build/execute operations through ``Runtime.dispatch`` (issue 2's required scenarios)."""
+"""The build/execute operations through ``Runtime.dispatch``: create, run, reproduce, recover, frame and
+compile, their parse outcomes, request errors and capacity refusals."""
 
 from __future__ import annotations
 
