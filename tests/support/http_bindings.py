@@ -93,17 +93,30 @@ class Binding:
         self.tags.append(tag)
         return tag
 
-    def send(self, message: JSON, **configuration: Any) -> JSON:
+    def call(self, method: str, params: JSON) -> Any:
+        """The result of one A2A method with its JSON-RPC ``params``; an error answer raises CallFailed."""
         raise NotImplementedError
+
+    def send(self, message: JSON, **configuration: Any) -> JSON:
+        params: JSON = {"message": message}
+        if configuration:
+            params["configuration"] = configuration
+        return self.call("SendMessage", params)["task"]
 
     def get_task(self, task_id: str, history_length: int | None = None) -> JSON:
-        raise NotImplementedError
+        params: JSON = {"id": task_id}
+        if history_length is not None:
+            params["historyLength"] = history_length
+        return self.call("GetTask", params)
 
     def cancel(self, task_id: str) -> JSON:
-        raise NotImplementedError
+        return self.call("CancelTask", {"id": task_id})
 
     def list_tasks(self, page_size: int, page_token: str = "") -> JSON:
-        raise NotImplementedError
+        params: JSON = {"pageSize": page_size}
+        if page_token:
+            params["pageToken"] = page_token
+        return self.call("ListTasks", params)
 
     def stream(self, message: JSON) -> Stream:
         raise NotImplementedError
@@ -116,27 +129,6 @@ class Binding:
         task = self.send(user_message(data(request)))
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
         return task
-
-
-def _send_params(message: JSON, configuration: dict[str, Any]) -> JSON:
-    params: JSON = {"message": message}
-    if configuration:
-        params["configuration"] = configuration
-    return params
-
-
-def _get_params(task_id: str, history_length: int | None) -> JSON:
-    params: JSON = {"id": task_id}
-    if history_length is not None:
-        params["historyLength"] = history_length
-    return params
-
-
-def _list_params(page_size: int, page_token: str) -> JSON:
-    params: JSON = {"pageSize": page_size}
-    if page_token:
-        params["pageToken"] = page_token
-    return params
 
 
 class JsonRpc(Binding):
@@ -165,18 +157,6 @@ class JsonRpc(Binding):
             raise CallFailed(reply.status_code, error["code"], _reason(error.get("data")), payload)
         assert reply.status_code == 200
         return payload["result"]
-
-    def send(self, message: JSON, **configuration: Any) -> JSON:
-        return self.call("SendMessage", _send_params(message, configuration))["task"]
-
-    def get_task(self, task_id: str, history_length: int | None = None) -> JSON:
-        return self.call("GetTask", _get_params(task_id, history_length))
-
-    def cancel(self, task_id: str) -> JSON:
-        return self.call("CancelTask", {"id": task_id})
-
-    def list_tasks(self, page_size: int, page_token: str = "") -> JSON:
-        return self.call("ListTasks", _list_params(page_size, page_token))
 
     def _open(self, method: str, params: JSON) -> Stream:
         tag, reply = self._post(method, params, stream=True)
@@ -208,7 +188,7 @@ class Rest(Binding):
             **kwargs,
         )
 
-    def _call(self, method: str, params: JSON) -> Any:
+    def call(self, method: str, params: JSON) -> Any:
         verb, path, body, query = rest_route(method, params)
         return self._answer(self._request(verb, path, json=body, params=query))
 
@@ -220,18 +200,6 @@ class Rest(Binding):
             assert error["code"] == reply.status_code
             raise CallFailed(reply.status_code, None, _reason(error.get("details")), payload)
         return payload
-
-    def send(self, message: JSON, **configuration: Any) -> JSON:
-        return self._call("SendMessage", _send_params(message, configuration))["task"]
-
-    def get_task(self, task_id: str, history_length: int | None = None) -> JSON:
-        return self._call("GetTask", _get_params(task_id, history_length))
-
-    def cancel(self, task_id: str) -> JSON:
-        return self._call("CancelTask", {"id": task_id})
-
-    def list_tasks(self, page_size: int, page_token: str = "") -> JSON:
-        return self._call("ListTasks", _list_params(page_size, page_token))
 
     def _open(self, verb: str, path: str, **kwargs: Any) -> Stream:
         reply = self._request(verb, path, stream=True, **kwargs)
