@@ -57,20 +57,27 @@ def dispatch_bench(store_url: str, seconds: float) -> dict[str, Any]:
         "frame": lambda: {"operation": "frame", "artifactId": artifact["id"], "phase": 0.25},
         "inspect": lambda: {"operation": "inspect", "artifactId": artifact["id"]},
     }
+    out = in_process(backend, requests, rt.dispatch, seconds)
+    backend.close()
+    return out
+
+
+def in_process(backend: Any, scenarios: dict[str, Callable[[], Any]], call: Callable[[Any], Any],
+               seconds: float) -> dict[str, Any]:  # fmt: skip
+    """Per scenario, ``call(make())`` for ``seconds``: latency summary and store round trips per call."""
     out = {}
-    for name, make in requests.items():
+    for name, make in scenarios.items():
         latencies: list[float] = []
         trips = backend.round_trips()
         deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
-            request = make()
+            argument = make()  # built outside the timed call
             start = time.perf_counter()
-            rt.dispatch(request)
+            call(argument)
             latencies.append(time.perf_counter() - start)
         out[name] = summarize(latencies, sum(latencies)) | {
             "round_trips_per_op": (backend.round_trips() - trips) / len(latencies)
         }
-    backend.close()
     return out
 
 
@@ -239,19 +246,7 @@ def send_bench(store_url: str, seconds: float) -> dict[str, Any]:
         ),
         "SendMessage(run)": lambda: send({"operation": "run", "artifactId": artifact_id}),
     }
-    out = {}
-    for name, make in scenarios.items():
-        latencies: list[float] = []
-        trips = backend.round_trips()
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            body = make()
-            start = time.perf_counter()
-            post(body)
-            latencies.append(time.perf_counter() - start)
-        out[name] = summarize(latencies, sum(latencies)) | {
-            "round_trips_per_op": (backend.round_trips() - trips) / len(latencies)
-        }
+    out = in_process(backend, scenarios, post, seconds)
     backend.close()
     return out
 

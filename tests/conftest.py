@@ -15,6 +15,7 @@ import pytest
 
 from quineling.a2a.task_facts import describe_task
 from stores import Backend, MemoryBackend, RedisBackend, StateStore, TaskLimits, TaskStore
+from tests.support.redis_keys import delete_under
 
 REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
 needs_redis = pytest.mark.skipif(
@@ -53,13 +54,7 @@ class BackendMaker:
 
     def cleanup(self) -> None:
         if self.kind == "redis" and self.made:
-            import redis
-
-            client = redis.Redis.from_url(REDIS_URL)
-            for backend in self.made:
-                for key in client.scan_iter(match=f"{backend.prefix}:*", count=500):  # type: ignore[attr-defined]
-                    client.delete(key)
-            client.close()
+            delete_under(REDIS_URL, *{backend.prefix for backend in self.made})  # type: ignore[attr-defined]
         for backend in self.made:
             backend.close()
 

@@ -1,4 +1,5 @@
-"""The agent card: content, caching, the superset/pure choice (D7), and that its claims match behaviour."""
+"""The agent card: content, caching, the superset/pure choice (docs/compat-v03.md), and that its claims
+match behaviour."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.a2a.conftest import V1, make_app, text, user_message
+from tests.a2a.conftest import make_app, text, user_message
+from tests.support.bindings import V1
 
 CARD = "/.well-known/agent-card.json"
 

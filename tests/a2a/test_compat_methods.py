@@ -1,4 +1,4 @@
-"""``call_v03`` over a fake 1.0 service: params go in as 1.0, results come back as bare v0.3 (§12.1)."""
+"""``call_v03`` over a fake 1.0 service: params go in as 1.0, results come back as bare v0.3."""
 
 from __future__ import annotations
 

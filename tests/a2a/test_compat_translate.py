@@ -1,4 +1,4 @@
-"""Unit tests of the v0.3 ⇄ 1.0 translators (reference §12.3) and the v0.3 card (§12.6)."""
+"""Unit tests of the v0.3 ⇄ 1.0 translators and the v0.3 card (docs/compat-v03.md)."""
 
 from __future__ import annotations
 
@@ -133,7 +133,7 @@ def test_roles_both_ways() -> None:
 
 
 def test_unmapped_1_0_role_becomes_agent() -> None:
-    """§12.3: anything but ROLE_USER is the agent for a v0.3 client."""
+    """Anything but ROLE_USER is the agent for a v0.3 client."""
     assert role_to_v03("ROLE_UNSPECIFIED") == "agent"
     assert role_to_v03(None) == "agent"
 
@@ -198,7 +198,7 @@ def test_text_and_data_media_types_have_no_v03_home() -> None:
 
 @pytest.mark.parametrize("value", ["s", 42, 1.5, True, False, None, [1, {"a": 2}], []])
 def test_non_object_data_is_wrapped_with_the_compat_flag(value: Any) -> None:
-    """§12.3 data_part_compat: v0.3 data must be an object, so other JSON values go in {"value": …}."""
+    """data_part_compat: v0.3 data must be an object, so other JSON values go in {"value": …}."""
     v03 = part_to_v03({"data": value, "metadata": {"keep": "me"}})
     assert v03 == {
         "kind": "data",
@@ -236,7 +236,7 @@ def test_data_is_only_unwrapped_when_flag_is_true_and_value_present(part: dict[s
 )
 def test_any_json_data_survives_a_round_trip(value: Any) -> None:
     if value is None:
-        return  # a 1.0 null data value reads as an absent member (§2)
+        return  # a 1.0 null data value reads as an absent member
     assert part_to_v1(part_to_v03({"data": value})) == {"data": value}
 
 
@@ -331,7 +331,7 @@ def test_failed_task_keeps_its_quineling_error() -> None:
 
 @pytest.mark.parametrize(("v03_state", "v1_state"), STATES)
 def test_status_update_final_flag(v03_state: str, v1_state: str) -> None:
-    """§12.3: final is true exactly for the terminal states (false for input-/auth-required)."""
+    """final is true exactly for the terminal states (false for input-/auth-required)."""
     v1 = {"taskId": "t-1", "contextId": "c-1", "status": {"state": v1_state}}
     v03 = status_update_to_v03(v1)
     assert v03 == {

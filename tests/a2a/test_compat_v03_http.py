@@ -1,5 +1,5 @@
-"""v0.3 JSON-RPC compatibility through raw HTTP (reference §12): header-less v0.3 clients against the real app
-and runtime, compat on and off, plus round trips between the v0.3 and 1.0 method families."""
+"""v0.3 JSON-RPC compatibility (docs/compat-v03.md) through raw HTTP: header-less v0.3 clients against the
+real app and runtime, compat on and off, plus round trips between the v0.3 and 1.0 method families."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from quineling.app import create_app
+from tests.support.bindings import V1
+from tests.support.sse import parse_sse, sse_events
 
 BASE = "http://127.0.0.1:8049"
 RPC = "/a2a/jsonrpc"
 CARD = "/.well-known/agent-card.json"
 THOUGHT = "[2,3,4] | square | sum | report total"
-V1 = {"A2A-Version": "1.0"}
 V03_METHODS = [
     "message/send",
     "message/stream",
@@ -75,21 +76,6 @@ def _error(response: Any) -> dict[str, Any]:
     body = response.get_json()
     assert "result" not in body and body["id"] == 7
     return body["error"]
-
-
-def _sse(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """(event type, parsed data) for each SSE event; comments and blank events are skipped."""
-    events = []
-    for block in text.split("\n\n"):
-        kind, data = "message", []
-        for line in block.splitlines():
-            if line.startswith("event:"):
-                kind = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-        if data:
-            events.append((kind, json.loads("\n".join(data))))
-    return events
 
 
 def _message(*parts: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -244,7 +230,7 @@ def test_message_send_invalid_params(client: FlaskClient, params: Any) -> None:
 def test_message_stream_events_have_kinds_and_end_final(client: FlaskClient) -> None:
     response = _rpc(client, "message/stream", {"message": _message(TEXT)})
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
-    events = _sse(response.get_data(as_text=True))
+    events = sse_events(response.get_data())
     assert all(kind == "message" and body["id"] == 7 and "result" in body for kind, body in events)
     results = [body["result"] for _, body in events]
     assert results[0]["kind"] == "task" and results[0]["status"]["state"] == "submitted"
@@ -263,13 +249,13 @@ def test_message_stream_early_error_is_plain_json(client: FlaskClient) -> None:
 
 def _error_event(response: Any) -> dict[str, Any]:
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
-    [(_, body)] = _sse(response.get_data(as_text=True))
+    [(_, body)] = sse_events(response.get_data())
     assert body["id"] == 7 and "result" not in body
     return body["error"]
 
 
 def test_resubscribe_failures_are_always_sse(client: FlaskClient) -> None:
-    """§12.4: strict v0.3 clients only accept an event stream from tasks/resubscribe."""
+    """Strict v0.3 clients only accept an event stream from tasks/resubscribe."""
     assert _error_event(_rpc(client, "tasks/resubscribe", {"id": "no-such-task"})) == {
         "code": -32001,
         "message": "Task not found: no-such-task",
@@ -284,13 +270,13 @@ def test_resubscribe_follows_a_task_to_the_end(client: FlaskClient) -> None:
     assert waiting["status"]["state"] == "input-required"
     response = _rpc(client, "tasks/resubscribe", {"id": waiting["id"]}, buffered=False)
     assert response.status_code == 200 and response.mimetype == "text/event-stream"
-    chunks = iter(response.response)
-    first = _sse(next(chunks).decode())
-    assert first[0][1]["result"]["kind"] == "task"
-    assert first[0][1]["result"]["status"]["state"] == "input-required"
+    stream = parse_sse(response.response)
+    _, first = next(stream)
+    assert first["result"]["kind"] == "task"
+    assert first["result"]["status"]["state"] == "input-required"
     follow_up = _send(client, TEXT, taskId=waiting["id"], messageId="m-2")
     _assert_created(follow_up)
-    events = [body["result"] for chunk in chunks for _, body in _sse(chunk.decode())]
+    events = [body["result"] for _, body in stream]
     response.close()
     assert events[-1]["kind"] == "status-update" and events[-1]["final"] is True
     assert events[-1]["status"]["state"] == "completed"
@@ -376,7 +362,7 @@ def test_native_methods_keep_1_0_shapes_header_less(client: FlaskClient) -> None
 def test_compat_off_v03_methods_are_method_not_found(
     client_off: FlaskClient, method: str, headers: dict[str, str]
 ) -> None:
-    """The method family is chosen before the version check (reference §9), so even a header-less v0.3
+    """The method family is chosen before the version check, so even a header-less v0.3
     call gets method-not-found, not version-not-supported, when compat is off."""
     response = _rpc(client_off, method, {"id": "t", "message": _message(TEXT)}, headers=headers)
     assert response.mimetype == "application/json"

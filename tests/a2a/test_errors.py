@@ -45,7 +45,7 @@ def test_renders(cls: type[errors.A2AError]) -> None:
 
 
 def test_v101_http_table() -> None:
-    """D1: the v1.0.1 statuses (400/400/500, not 409/415/502)."""
+    """The v1.0.1 statuses (400/400/500, not 409/415/502)."""
     assert errors.TaskNotCancelableError.http_status == 400
     assert errors.ContentTypeNotSupportedError.http_status == 400
     assert errors.InvalidAgentResponseError.http_status == 500

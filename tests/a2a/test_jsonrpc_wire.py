@@ -1,4 +1,5 @@
-"""JSON-RPC processing order on raw bodies (reference §7) and version negotiation (§9)."""
+"""JSON-RPC on raw bodies: the order of the checks (media type, size, JSON, envelope, method, params) and
+A2A-Version negotiation."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.a2a.conftest import V1, make_app, text, user_message
+from tests.a2a.conftest import make_app, text, user_message
+from tests.support.bindings import V1
 
 URL = "/a2a/jsonrpc"
 

@@ -160,7 +160,7 @@ def test_missing_message_is_invalid_params(binding: Any) -> None:
 
 
 def test_cancel_input_required_then_idempotent(binding: Any) -> None:
-    """D5: cancel of INPUT_REQUIRED → CANCELED; cancel again returns it unchanged."""
+    """Cancel of INPUT_REQUIRED → CANCELED; cancel again returns it unchanged."""
     task = send(binding, user_message(text("")))
     canceled = binding.call("CancelTask", {"id": task["id"]}).value
     assert canceled["id"] == task["id"] and canceled["status"]["state"] == "TASK_STATE_CANCELED"

@@ -48,7 +48,7 @@ def test_filters(binding: Any) -> None:
     by_number = binding.call("ListTasks", {"status": 6}).value
     assert by_number["totalSize"] == 1
     after = binding.call("ListTasks", {"statusTimestampAfter": a["status"]["timestamp"]}).value
-    assert after["totalSize"] == 3  # inclusive (D12)
+    assert after["totalSize"] == 3  # inclusive: a task updated exactly at the timestamp is listed
     future = binding.call("ListTasks", {"statusTimestampAfter": "2999-01-01T00:00:00+02:00"}).value
     assert future["totalSize"] == 0
 

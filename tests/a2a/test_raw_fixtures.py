@@ -6,7 +6,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from tests.a2a.conftest import V1, parse_sse, text, user_message
+from tests.a2a.conftest import text, user_message
+from tests.support.bindings import V1
+from tests.support.sse import parse_sse
 
 # Free-form payloads (runtime results, metadata) are the application's, not the protocol's.
 OPAQUE = {"data", "metadata"}

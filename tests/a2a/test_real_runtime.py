@@ -1,4 +1,4 @@
-"""End to end over the real Runtime (memory store): the seed's square/sum example through both bindings."""
+"""End to end over the real Runtime (memory store): the README's square/sum example through both bindings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from quineling.app import create_app
-from tests.a2a.conftest import JsonRpcBinding, RestBinding, data, text, user_message
+from tests.a2a.conftest import data, text, user_message
+from tests.support.bindings import JsonRpcBinding, RestBinding
 
 pytest.importorskip("quineling.runtime.build_ops")
 

@@ -9,7 +9,8 @@ import pytest
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
-from tests.a2a.conftest import V1, JsonRpcBinding, data, text, user_message
+from tests.a2a.conftest import data, text, user_message
+from tests.support.bindings import V1, JsonRpcBinding
 
 fakeredis = pytest.importorskip("fakeredis")
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.a2a.conftest import V1, make_app, text, user_message
+from tests.a2a.conftest import make_app, text, user_message
+from tests.support.bindings import V1
 
 BASE = "/a2a/rest"
 

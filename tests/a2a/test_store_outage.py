@@ -11,8 +11,8 @@ from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
 from stores.redis import RedisBackend
+from tests.support.bindings import V1
 
-V1 = {"A2A-Version": "1.0"}
 SEND = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -1,4 +1,4 @@
-"""SendStreamingMessage and SubscribeToTask over both bindings (reference §10.4)."""
+"""SendStreamingMessage and SubscribeToTask over both bindings."""
 
 from __future__ import annotations
 
@@ -80,7 +80,8 @@ def test_subscribe_errors(binding: Any) -> None:
 
 def test_subscribe_keepalive_and_bounded_wait() -> None:
     """An idle subscription sends ``: keepalive`` comments and ends after subscribe_max_seconds."""
-    from tests.a2a.conftest import V1, make_app
+    from tests.a2a.conftest import make_app
+    from tests.support.bindings import V1
 
     client = make_app(config={"keepalive_seconds": 0.05, "subscribe_max_seconds": 0.3}).test_client()
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message(text(""))}}

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from tests.a2a.conftest import make_app, text, user_message
-
-V1 = {"A2A-Version": "1.0"}
+from tests.support.bindings import V1
 
 
 def send(client: Any, tenant: str | None) -> Any:

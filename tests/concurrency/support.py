@@ -25,6 +25,7 @@ from stores.cache import CachingStateStore
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError
 from stores.redis import RedisBackend
+from tests.support.redis_keys import delete_under
 
 PROCESSES = 8
 BARRIER_TIMEOUT = 60.0
@@ -170,18 +171,11 @@ class Crowd:
 
 def fresh_prefix() -> Iterator[str]:
     """A unique key prefix; every key under it is deleted afterwards."""
-    import redis
-
     prefix = f"qt-cc-{uuid.uuid4().hex[:12]}"
     yield prefix
     while _opened:
         _opened.pop().close()
-    client = redis.Redis.from_url(redis_url())
-    try:
-        for key in client.scan_iter(match=keys.all_keys_pattern(prefix), count=1000):
-            client.delete(key)
-    finally:
-        client.close()
+    delete_under(redis_url(), prefix)
 
 
 def wipe_state(prefix: str, scope: str = DEFAULT_SCOPE) -> None:

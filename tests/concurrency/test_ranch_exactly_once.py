@@ -1,4 +1,5 @@
-"""Issue 5: exactly-once ranch effects with 8 real processes racing on one real Redis (design §8, §10)."""
+"""Exactly-once ranch effects (world commands, admissions, births) with 8 real processes racing on one real
+Redis."""
 
 from __future__ import annotations
 
@@ -155,9 +156,9 @@ def test_fresh_commands_with_one_sequence_and_different_payloads(
     requests = [[command_request(rt, before["id"], c)] for c in commands]
     outcomes = race(crowd, prefix, requests)
     (winner,) = oks(outcomes)
-    # Design §10 ordering: once the winner has committed, each loser's recomputation finds the sequence
-    # retained with another payload, and that check (step 2, `conflict`) comes before the expected-revision
-    # check (step 3, `stale-revision`) — even though every loser's expectedRevision is now stale too.
+    # A world command checks its sequence before its expectedRevision: once the winner has committed, each
+    # loser's recomputation finds the sequence retained with another payload (`conflict`), and that check
+    # comes before `stale-revision` — even though every loser's expectedRevision is now stale too.
     refusals = errors(outcomes)
     assert len(refusals) == PROCESSES - 1
     assert {(e["code"], e["path"]) for e in refusals} == {("conflict", "sequence")}

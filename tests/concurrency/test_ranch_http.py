@@ -1,4 +1,4 @@
-"""Issue 5 over the wire: exactly-once ranch effects through gunicorn with 4 workers on one real Redis.
+"""Exactly-once ranch effects over the wire: through gunicorn with 4 workers on one real Redis.
 
 Many client threads fire SendMessage requests together, each on a fresh connection, at a live server; the
 outcome is read from the task exactly as a client sees it: the ``quineling-result`` artifact on success, the
@@ -7,14 +7,11 @@ failed task's ``status.message.metadata.quinelingError`` on refusal.
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from quineling.runtime.errors import QuinelingError
 from tests.concurrency.support import errors, fire_threads, oks, stored, wipe_state, wire
@@ -34,7 +31,9 @@ from tests.runtime.test_ranch_support import (
     world,
     world_target,
 )
+from tests.support.http_bindings import JsonRpc
 from tests.support.live import LiveServer, live_server
+from tests.support.messages import data, runtime_outcome, user_message
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, needs_redis]
 
@@ -56,35 +55,14 @@ class HttpRuntime:
 
     def __init__(self, server: LiveServer) -> None:
         self.server = server
+        self.client = JsonRpc(server, timeout=60)
 
     def send(self, request: dict[str, Any]) -> tuple[str, Any]:
         """``("ok", raw {operation, result} JSON)`` or ``("error", quinelingError)`` for one request."""
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendMessage",
-            "params": {
-                "message": {
-                    "messageId": f"msg-{uuid.uuid4().hex}",
-                    "role": "ROLE_USER",
-                    "parts": [{"mediaType": "application/json", "data": request}],
-                }
-            },
-        }
-        response = requests.post(
-            self.server.url("/a2a/jsonrpc"),
-            data=json.dumps(body),
-            headers={"Content-Type": "application/json", "A2A-Version": "1.0", "Connection": "close"},
-            timeout=60,
-        )
-        assert response.status_code == 200, response.text
-        task = response.json()["result"]["task"]
-        state = task["status"]["state"]
-        if state == "TASK_STATE_FAILED":
-            return "error", task["status"]["message"]["metadata"]["quinelingError"]
-        assert state == "TASK_STATE_COMPLETED", task
-        (artifact,) = [a for a in task["artifacts"] if a["artifactId"] == "quineling-result"]
-        return "ok", artifact["parts"][0]["data"]
+        task = self.client.send(user_message(data(request)))
+        kind, value = runtime_outcome(task)
+        assert kind == "error" or task["status"]["state"] == "TASK_STATE_COMPLETED", task
+        return kind, value
 
     def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
         kind, value = self.send(request)
@@ -135,7 +113,7 @@ def test_same_proposal_over_http_births_once(rt: HttpRuntime) -> None:
     )
     (winner,) = oks(outcomes)
     ack = winner["result"]
-    # All carried the pre-birth revision; the admission checks the revision before the proposal (§10).
+    # All carried the pre-birth revision; the admission checks the revision before the proposal.
     assert {(e["code"], e["path"]) for e in errors(outcomes)} == {
         ("stale-revision", "target.expectedRevision")
     }
@@ -172,7 +150,7 @@ def test_fresh_commands_over_http_one_success_rest_conflict(rt: HttpRuntime) -> 
     requests_ = [command_request(rt, snap["id"], c) for c in commands]
     outcomes = fire(rt, requests_)
     (winner,) = oks(outcomes)
-    # §10 step 2 (retained sequence, other payload → conflict) precedes step 3 (stale-revision).
+    # The sequence check (retained sequence, other payload → conflict) precedes the revision check.
     assert {(e["code"], e["path"]) for e in errors(outcomes)} == {("conflict", "sequence")}
     assert len(errors(outcomes)) == len(commands) - 1
     after = inspect_world(rt, snap["id"])

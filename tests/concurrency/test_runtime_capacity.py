@@ -1,4 +1,4 @@
-"""Issue 2: capacity under real concurrency — 8 processes, one real Redis, limits decided inside the commit."""
+"""Runtime capacity under real concurrency — 8 processes, one real Redis, limits decided inside the commit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed's capacity scenario and paused-task expiry through real HTTP, on the memory store (1 worker) and
+"""The task-capacity scenario and paused-task expiry through real HTTP, on the memory store (1 worker) and
 on Redis (2 workers): more clarification tasks than the task capacity, then a valid create."""
 
 from __future__ import annotations
@@ -9,17 +9,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import REDIS_URL, needs_redis
-from tests.e2e.client import (
-    BINDINGS,
-    SQUARE_SUM,
-    Binding,
-    CallFailed,
-    expect_not_found,
-    result_of,
-    text,
-    user_message,
-)
+from tests.support.http_bindings import BINDINGS, Binding, CallFailed, expect_not_found
 from tests.support.live import LiveServer, live_server
+from tests.support.messages import SQUARE_SUM, result_of, text, user_message
 
 pytestmark = pytest.mark.slow
 CAPACITY = 8

@@ -1,4 +1,4 @@
-"""gunicorn with 4 workers on real Redis: the seed's create → inspect → run → reproduce flow and ListTasks
+"""gunicorn with 4 workers on real Redis: a create → inspect → run → reproduce flow and ListTasks
 paging, each request on a fresh connection so consecutive requests land on different worker processes."""
 
 from __future__ import annotations
@@ -11,18 +11,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import REDIS_URL, needs_redis
-from tests.e2e.client import (
-    BINDINGS,
-    SQUARE_SUM,
-    Binding,
-    CallFailed,
-    WorkerTrace,
-    result_of,
-    text,
-    traced_server,
-    user_message,
-)
+from tests.e2e.client import WorkerTrace, traced_server
+from tests.support.http_bindings import BINDINGS, Binding, CallFailed
 from tests.support.live import LiveServer
+from tests.support.messages import SQUARE_SUM, result_of, text, user_message
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
 WORKERS = 4
@@ -41,7 +33,7 @@ def binding(request: pytest.FixtureRequest, server: LiveServer) -> Binding:
     return BINDINGS[request.param](server, tenant=f"e2e-{uuid.uuid4().hex[:8]}")
 
 
-def run_seed_flow(binding: Binding, pause: float = 0.0) -> list[str]:
+def run_square_sum_flow(binding: Binding, pause: float = 0.0) -> list[str]:
     """create (text part) → inspect → run (total 29) → reproduce; returns the task ids in creation order.
 
     ``pause`` before each request lets the worker that served the previous one go idle first (otherwise the
@@ -101,10 +93,10 @@ def walk_pages(binding: Binding, expected_total: int) -> tuple[list[str], list[t
     return ids, handoffs
 
 
-def test_seed_flow_and_paging_across_workers(binding: Binding, server: LiveServer) -> None:
-    """Two seed flows (8 tasks), then ListTasks pages of 2 whose cursors are honoured by other workers:
+def test_square_sum_flows_and_paging_across_workers(binding: Binding, server: LiveServer) -> None:
+    """Two such flows (8 tasks), then ListTasks pages of 2 whose cursors are honoured by other workers:
     exact totalSize, newest first, every task exactly once."""
-    created = run_seed_flow(binding) + run_seed_flow(binding)
+    created = run_square_sum_flow(binding) + run_square_sum_flow(binding)
     trace = WorkerTrace(server)
 
     crossed = False
@@ -122,7 +114,7 @@ def test_runtime_state_is_shared_between_workers(binding: Binding, server: LiveS
     succeeds: the runtime's artifacts and records live in Redis, not in one worker."""
     trace = WorkerTrace(server)
     for _ in range(10):  # repeat until the flow's four requests did not all land on one worker
-        run_seed_flow(binding, pause=PAUSE)
+        run_square_sum_flow(binding, pause=PAUSE)
         served = {trace.pid(tag) for tag in binding.tags[-4:]}
         if len(served) > 1:
             return

@@ -10,17 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import REDIS_URL, needs_redis
-from tests.e2e.client import (
-    BINDINGS,
-    SQUARE_SUM,
-    Binding,
-    WorkerTrace,
-    result_of,
-    text,
-    traced_server,
-    user_message,
-)
+from tests.e2e.client import WorkerTrace, traced_server
+from tests.support.http_bindings import BINDINGS, Binding
 from tests.support.live import LiveServer
+from tests.support.messages import SQUARE_SUM, result_of, text, user_message
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}

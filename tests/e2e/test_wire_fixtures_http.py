@@ -11,18 +11,11 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e.client import (
-    BINDINGS,
-    SQUARE_SUM,
-    V1,
-    Binding,
-    JsonRpc,
-    data,
-    sse_events,
-    text,
-    user_message,
-)
+from tests.support.bindings import V1
+from tests.support.http_bindings import BINDINGS, Binding, JsonRpc
 from tests.support.live import LiveServer, live_server
+from tests.support.messages import SQUARE_SUM, data, text, user_message
+from tests.support.sse import sse_events
 
 pytestmark = pytest.mark.slow
 LIMIT = 4096
@@ -221,7 +214,7 @@ def test_raw_stream_frames_are_single_line_jsonrpc(server: LiveServer) -> None:
     reply = requests.post(rpc_url(server), json=body, headers={**V1, **CLOSE}, stream=True)
     assert reply.status_code == 200 and reply.headers["Content-Type"].startswith("text/event-stream")
     assert reply.headers["Cache-Control"] == "no-cache"
-    events = list(sse_events(reply))
+    events = sse_events(reply.content)
     assert {kind for kind, _ in events} == {"message"}
     assert all(envelope["id"] == "s-1" and envelope["jsonrpc"] == "2.0" for _, envelope in events)
     assert all(wire_offences(envelope) == [] for _, envelope in events)

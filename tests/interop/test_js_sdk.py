@@ -225,8 +225,9 @@ def test_runtime_failure_and_message_to_terminal_task(js: Any, transport: str) -
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_seed_ranch_walk_through_and_compose_example(js: Any, transport: str) -> None:
-    """The seed's own JS ranch example: a retried world command with a new messageId acknowledges once,
+def test_ranch_walk_through_and_compose_example(js: Any, transport: str) -> None:
+    """The ranch requests of docs/ranch-guide.md from the JS client: a retried world command with a new
+    messageId acknowledges once,
     an admission retried under its requestId is the same birth, and only an explicit run executes the
     composed child."""
     out = js("ranch", transport)

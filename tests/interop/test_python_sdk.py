@@ -127,8 +127,8 @@ async def raised(call: Awaitable[Any]) -> A2AError:
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_discovers_the_card(server: LiveServer, binding: str) -> None:
     async def scenario() -> tuple[AgentCard, str]:
-        # A bare httpx client sends no A2A-Version, so this parses the v0.3+1.0 superset card (reference D7);
-        # the factory's own fetch sends A2A-Version: 1.0 and gets the pure 1.0 card.
+        # A bare httpx client sends no A2A-Version, so this parses the v0.3+1.0 superset card (Agent Card in
+        # docs/compat-v03.md); the factory's own fetch sends A2A-Version: 1.0 and gets the pure 1.0 card.
         async with httpx.AsyncClient() as http:
             card = await A2ACardResolver(http, server.base_url).get_agent_card()
         client = await connect(server, binding)
@@ -451,7 +451,8 @@ def test_v03_compat_client_clarifies_and_cancels(server: LiveServer) -> None:
             asked = await send(client, message({"text": ""}))
             follow = await send(client, message({"text": " "}, taskId=asked.id, contextId=asked.context_id))
             canceled = await client.cancel_task(CancelTaskRequest(id=asked.id))
-            again = await client.cancel_task(CancelTaskRequest(id=asked.id))  # idempotent (reference D5)
+            # Canceling a canceled task returns it again.
+            again = await client.cancel_task(CancelTaskRequest(id=asked.id))
             assert state(again) == "TASK_STATE_CANCELED"
             completed = await send(client, message({"text": SQUARE_SUM}))
             errors = [

@@ -41,7 +41,7 @@ def run(value: Any, *ops: tuple[str, dict[str, Any]], unit: str | None = None) -
     return outputs["r"]
 
 
-def test_design_examples() -> None:
+def test_square_sum_and_allocate_examples() -> None:
     outputs, units, trace = execute(pipeline([2, 3, 4], ("square", {}), ("sum", {})))
     assert outputs == {"r": 29} and units == {"r": None}
     assert trace == [

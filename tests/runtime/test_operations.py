@@ -1,27 +1,14 @@
-"""The build/execute operations through ``Runtime.dispatch`` (issue 2's required scenarios)."""
+"""The build/execute operations through ``Runtime.dispatch``: create, run, reproduce, recover, frame and
+compile, their parse outcomes, request errors and capacity refusals."""
 
 from __future__ import annotations
 
 import copy
-import itertools
 
 import pytest
 
 from quineling import QuinelingError, Runtime
-from quineling.runtime.context import Env, RuntimeLimits
-from stores.memory import MemoryBackend
-
-SQUARES = "[2,3,4] | square | sum | report total"
-
-
-def make_runtime(**limits: int) -> Runtime:
-    counter = itertools.count(1)
-    env = Env(
-        limits=RuntimeLimits(**limits),
-        clock=lambda: "2026-01-01T00:00:00.000Z",
-        new_record_id=lambda: f"rec_{next(counter):032x}",
-    )
-    return Runtime(store=MemoryBackend().state_store(), env=env)
+from tests.runtime.test_ranch_support import SQUARES, make_runtime
 
 
 @pytest.fixture

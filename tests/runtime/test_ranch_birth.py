@@ -1,4 +1,4 @@
-"""Births into a world from a live proposal, and every admission recheck (design §8, §10)."""
+"""Births into a world from a live proposal, and every admission recheck (docs/ranch-guide.md, section 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lineage queries and caps (design §9) and ``annotate`` with its world invalidation (design §4, §10)."""
+"""Lineage queries and caps, and ``annotate`` with its world invalidation (docs/ranch-guide.md, section 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offspring preview, frame and library admission (design §8)."""
+"""Offspring preview, frame and library admission (docs/ranch-guide.md, section 2)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def ab(rt):
     return create(rt, SUM_CREDITS, seed=1), create(rt, ALLOCATE, seed=2)
 
 
-def test_seed_walkthrough_preview_frame_admit_twice_lineage_run(rt, ab):
+def test_guide_preview_frame_admit_twice_lineage_run(rt, ab):
     value = offspring(list(ab), "compose", nonce=7, mutation="drift")
     before = state(rt)
     candidate = ready(rt, value)

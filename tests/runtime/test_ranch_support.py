@@ -1,4 +1,4 @@
-"""Shared helpers for the ranch tests (no tests here)."""
+"""Shared helpers for the runtime and ranch tests (no tests here)."""
 
 from __future__ import annotations
 

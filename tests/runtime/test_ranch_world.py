@@ -1,4 +1,4 @@
-"""Worlds: create, inspect, ordered commands and the per-tick rules (design §10)."""
+"""Worlds: create, inspect, ordered commands and the per-tick rules (docs/decisions-runtime.md, Ranch)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def rt():
     return make_runtime()
 
 
-def test_seed_walkthrough_retry_returns_the_original_acknowledgement(rt):
+def test_guide_world_command_retry_returns_the_original_acknowledgement(rt):
     created = call(rt, operation="worldCreate", worldKey="a2a-garden", seed=23, affinity="neutral")
     assert created["revision"] == 0 and created["nextSequence"] == 1 and created["tick"] == 0
     snapshot = call(rt, operation="worldInspect", worldId=created["id"])

@@ -17,7 +17,7 @@ import pytest
 from quineling.app import create_app
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.runtime import ALL_OPERATIONS, Runtime
-from tests.a2a.conftest import JsonRpcBinding, RestBinding, data, user_message
+from tests.a2a.conftest import data, user_message
 from tests.runtime.test_ranch_support import (
     ALLOCATE,
     SQUARES,
@@ -27,6 +27,8 @@ from tests.runtime.test_ranch_support import (
     offspring,
     pairing_input,
 )
+from tests.support.bindings import JsonRpcBinding, RestBinding
+from tests.support.messages import runtime_outcome
 
 Outcome = tuple[str, Any]  # ("ok", {operation, result}) or ("error", {code, message, path})
 Send = Callable[[dict[str, Any]], Outcome]
@@ -50,9 +52,7 @@ def transported(binding: Any) -> Send:
         task = outcome.value["task"]
         if task["status"]["state"] == "TASK_STATE_FAILED":
             assert "artifacts" not in task or not task["artifacts"]
-            return "error", task["status"]["message"]["metadata"]["quinelingError"]
-        (artifact,) = [a for a in task["artifacts"] if a["artifactId"] == "quineling-result"]
-        return "ok", artifact["parts"][0]["data"]
+        return runtime_outcome(task)
 
     return send
 

@@ -30,6 +30,7 @@ from stores import (
     Versioned,
 )
 from stores.base import TaskWrite
+from tests.support.redis_keys import snapshot
 
 WORKING, COMPLETED = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"
 DOC = ("artifact", "a")
@@ -68,20 +69,7 @@ def raw(backend: Backend) -> Any:
                     data.next_task_version,
                 )
             )
-    client = backend.connection.client  # type: ignore[attr-defined]
-    dump: dict[bytes, Any] = {}
-    for key in client.scan_iter(match=f"{backend.prefix}:*"):  # type: ignore[attr-defined]
-        kind = client.type(key)
-        kind = kind.decode() if isinstance(kind, bytes) else kind
-        if kind == "hash":
-            dump[key] = client.hgetall(key)
-        elif kind == "zset":
-            dump[key] = client.zrange(key, 0, -1, withscores=True)
-        elif kind == "stream":
-            dump[key] = client.xrange(key)
-        else:
-            dump[key] = client.get(key)
-    return dump
+    return snapshot(backend.connection.client, backend.prefix)  # type: ignore[attr-defined]
 
 
 @pytest.fixture

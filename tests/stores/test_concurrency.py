@@ -20,6 +20,7 @@ from stores import (
     TaskStoreFull,
     keys,
 )
+from tests.support.redis_keys import delete_under
 
 REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
 pytestmark = [
@@ -120,12 +121,7 @@ def append_with_retries(prefix: str, worker: int, start: object) -> int:
 def prefix():
     value = f"qt-mp-{uuid.uuid4().hex[:12]}"
     yield value
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL)
-    for key in client.scan_iter(match=f"{value}:*", count=500):
-        client.delete(key)
-    client.close()
+    delete_under(REDIS_URL, value)
 
 
 def run(target, prefix: str, *, barrier: bool = False) -> list:

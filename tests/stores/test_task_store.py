@@ -23,6 +23,7 @@ from stores import (
     TaskTooLarge,
     Versioned,
 )
+from tests.support.redis_keys import snapshot
 
 WORKING, COMPLETED, INPUT = "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"
 
@@ -294,19 +295,7 @@ def raw_state(backend: Backend) -> Any:
                 data.next_task_version,
             )
     assert isinstance(backend, RedisBackend)
-    client = backend.connection.client
-    state: dict[bytes, Any] = {}
-    for key in sorted(client.scan_iter(match=f"{backend.prefix}:*", count=500)):
-        kind = client.type(key)
-        if kind == b"hash":
-            state[key] = client.hgetall(key)
-        elif kind == b"zset":
-            state[key] = client.zrange(key, 0, -1, withscores=True)
-        elif kind == b"stream":
-            state[key] = client.xrange(key)
-        else:
-            state[key] = (kind, client.get(key) if kind == b"string" else None)
-    return state
+    return snapshot(backend.connection.client, backend.prefix)
 
 
 def test_versions_start_at_zero_and_grow_with_every_save(task_store: TaskStore) -> None:

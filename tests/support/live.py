@@ -23,6 +23,8 @@ from pathlib import Path
 
 import requests
 
+from tests.support.redis_keys import delete_under
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -85,7 +87,7 @@ def live_server(
             proc.kill()
             proc.wait()
         if store_url.startswith(("redis://", "rediss://", "unix://")):
-            _delete_prefix(store_url, prefix)
+            delete_under(store_url, prefix)
         log.unlink(missing_ok=True)
 
 
@@ -103,14 +105,3 @@ def _wait_ready(server: LiveServer, proc: subprocess.Popen[bytes], workers: int,
             pass
         time.sleep(0.1)
     raise RuntimeError(f"gunicorn did not become ready in {timeout}s:\n{server.log_text()}")
-
-
-def _delete_prefix(store_url: str, prefix: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(store_url)
-    try:
-        for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-            client.delete(key)
-    finally:
-        client.close()

@@ -323,8 +323,8 @@ const scenarios = {
     };
   },
 
-  // The seed's ranch walk-through ("Structured ranch requests and original-key retries"), then the
-  // design's compose example: pinned parents → preview → frame → admit twice → lineage → explicit run.
+  // World commands retried under their original sequence, then a compose birth (docs/ranch-guide.md):
+  // pinned parents → preview → frame → admit twice → lineage → explicit run.
   async ranch() {
     const client = await connect();
     const op = async (data) => resultData(await send(client, data));
