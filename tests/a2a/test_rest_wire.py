@@ -33,6 +33,14 @@ def test_header_less_rest_is_version_error(client: Any) -> None:
     rest_error(client.get(BASE + "/tasks", headers={"A2A-Version": "99.0"}), 400, "VERSION_NOT_SUPPORTED")
 
 
+def test_version_error_says_which_header_to_send(client: Any) -> None:
+    # Without the header a request is taken as v0.3, which HTTP+JSON does not serve: say how to fix it.
+    error = rest_error(client.get(BASE + "/tasks"), 400, "VERSION_NOT_SUPPORTED")
+    assert "send the header 'A2A-Version: 1.0'" in error["message"]
+    assert error["details"][0]["metadata"] == {"requestedVersion": "0.3"}
+    assert client.get(BASE + "/tasks", headers={"A2A-Version": "1.0"}).status_code == 200
+
+
 def test_not_found_body(client: Any) -> None:
     error = rest_error(client.get(BASE + "/tasks/t-404", headers=V1), 404, "TASK_NOT_FOUND")
     assert error["status"] == "NOT_FOUND" and error["details"][0]["metadata"] == {"taskId": "t-404"}
