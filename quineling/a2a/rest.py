@@ -141,7 +141,10 @@ def _http_error(exc: HTTPException) -> Response:
     }.get(code, InternalError if code >= 500 else InvalidRequestError)
     error = error_cls(exc.description if code not in (400, 422) else None)
     error.http_status = code if code != 422 else 400
-    return render_error(error)
+    response = render_error(error)
+    # Keep the headers the HTTP error carries (a 405's Allow), not its HTML media type.
+    response.headers.extend((k, v) for k, v in exc.get_headers() if k.lower() != "content-type")
+    return response
 
 
 def register_error_handlers(app: Flask) -> None:

@@ -77,6 +77,24 @@ def test_unknown_route_and_method_are_a2a_shaped(client: Any) -> None:
     assert response.status_code == 405 and "error" in response.get_json()
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/tasks/x", {"GET"}),
+        ("DELETE", "/acme/tasks/x", {"GET"}),
+        ("PUT", "/message:send", {"POST"}),
+        ("GET", "/message:stream", {"POST"}),
+    ],
+)
+def test_method_not_allowed_keeps_allow_header(
+    client: Any, method: str, path: str, allowed: set[str]
+) -> None:
+    response = client.open(BASE + path, method=method, headers=V1)
+    rest_error(response, 405, "INVALID_REQUEST")
+    assert allowed <= {m.strip() for m in response.headers["Allow"].split(",")}
+    assert method not in response.headers["Allow"]
+
+
 def test_response_media_type_follows_accept(client: Any) -> None:
     body = {"message": user_message(text("x"))}
     plain = client.post(BASE + "/message:send", json=body, headers=V1)
