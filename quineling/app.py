@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, jsonify
-from flask_smorest import Api
 
-from quineling.a2a import discovery, jsonrpc, rest
+from quineling.a2a import discovery, jsonrpc, openapi, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.service import A2AService, StreamSettings
@@ -90,8 +89,7 @@ def create_app(
     )
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
-    api = Api(app)
-    api.register_blueprint(rest.blp)
+    openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
     rest.register_error_handlers(app)  # after Api(): replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
     return app
