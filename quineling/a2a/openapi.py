@@ -1,4 +1,4 @@
-"""The HTTP+JSON binding's OpenAPI document, made to say what the server does.
+"""The HTTP+JSON binding's OpenAPI document, made to say what the server does, and its interactive page.
 
 flask-smorest generates the document from the views in :mod:`quineling.a2a.rest`; :class:`Documenter`, an
 apispec plugin, completes every operation from :data:`OPERATIONS`: summary, description, an example request,
@@ -6,6 +6,10 @@ the ``A2A-Version`` header, both JSON media types, the tenant and paging constra
 the operation really gives. Each error answer is the binding's ``google.rpc.Status`` body
 (:meth:`~quineling.a2a.errors.A2AError.to_rest`, component ``ErrorResponse``) narrowed to the reasons it can
 carry; flask-smorest's own error schema and its 422, which this binding never sends, are dropped.
+
+The page at ``/a2a/rest/docs`` is Swagger UI, its script and style served by this app from the files of the
+``flask-swagger-ui`` package: it loads nothing from elsewhere (Swagger UI's validator badge, which would call
+out, is off).
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
 from apispec import APISpec, BasePlugin
-from flask import Flask
+from flask import Blueprint, Flask, Response, send_from_directory
 from flask_smorest import Api
 from flask_smorest import Blueprint as SmorestBlueprint
 
@@ -44,6 +49,8 @@ from quineling.a2a.errors import (
 
 JSON = dict[str, Any]
 
+DOCS_PATH = "docs"  # the page, under the binding's prefix
+ASSETS_PATH = "docs/assets"  # Swagger UI's files, under the binding's prefix
 ERROR_SCHEMA = "ErrorResponse"
 JSON_MEDIA_TYPES = ("application/json", "application/a2a+json")
 TENANT_TAG = "Tenant routes"
@@ -720,6 +727,10 @@ def _refs(value: Any) -> list[str]:
 # --- registration --------------------------------------------------------------------------------------
 
 
+def _assets_dir() -> str:
+    return str(resources.files("flask_swagger_ui") / "dist")
+
+
 def _info_description(facts: Facts) -> str:
     routes = facts.prefix + "/{tenant}/…"
     if facts.tenants is None:
@@ -749,20 +760,42 @@ def _info_description(facts: Facts) -> str:
 
 
 def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
-    """Register the HTTP+JSON ``blueprint`` with its OpenAPI document at ``<prefix>/openapi.json``. Needs the
-    app's :class:`A2AState` already in place."""
+    """Register the HTTP+JSON ``blueprint`` with its OpenAPI document at ``<prefix>/openapi.json`` and the
+    Swagger UI page at ``<prefix>/docs``. Needs the app's :class:`A2AState` already in place."""
     prefix = blueprint.url_prefix or ""
     facts = Facts.of(prefix, app.extensions[EXTENSION_NAME])
     documenter = Documenter(facts)
+    app.config.setdefault("OPENAPI_SWAGGER_UI_PATH", DOCS_PATH)
+    # Relative to the page (<prefix>/docs), so it holds under any mount point.
+    app.config.setdefault("OPENAPI_SWAGGER_UI_URL", ASSETS_PATH + "/")
+    app.config.setdefault(
+        "OPENAPI_SWAGGER_UI_CONFIG",
+        # validatorUrl: Swagger UI would otherwise send the document to an online validator.
+        {"validatorUrl": None, "deepLinking": True, "displayOperationId": True, "tryItOutEnabled": True},
+    )
+    docs_url = f"{facts.base_url}{prefix}/{DOCS_PATH}"
     api = Api(
         app,
         spec_kwargs={
             "extra_plugins": [documenter],
             "info": {"description": _info_description(facts)},
+            "externalDocs": {"description": "Interactive API page (Swagger UI)", "url": docs_url},
         },
     )
     for name, schema in error_components().items():
         api.spec.components.schema(name, component=schema)
     api.register_blueprint(blueprint)
     documenter.finish()
+    app.register_blueprint(_assets_blueprint(prefix))
     return api
+
+
+def _assets_blueprint(prefix: str) -> Blueprint:
+    assets = Blueprint("a2a_rest_docs_assets", __name__, url_prefix=f"{prefix}/{ASSETS_PATH}")
+    directory = _assets_dir()
+
+    @assets.get("/<path:filename>")
+    def asset(filename: str) -> Response:
+        return send_from_directory(directory, filename, max_age=24 * 3600)
+
+    return assets

@@ -320,3 +320,33 @@ def test_every_example_request_gets_a_documented_answer() -> None:
     )
     result = created.get_json()["task"]["artifacts"][0]["parts"][0]["data"]
     assert result["result"]["status"] == "created"
+
+
+# --- the page ------------------------------------------------------------------------------------------
+
+
+def test_docs_page_loads_only_its_own_assets(client: Any, doc: dict[str, Any]) -> None:
+    page = client.get(BASE + "/docs")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    html = page.get_data(as_text=True)
+    assert "//" not in re.sub(r"<script>.*?</script>", "", html, flags=re.S).replace("<!DOCTYPE html>", "")
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert {a.rsplit("/", 1)[-1] for a in assets} == {
+        "swagger-ui.css",
+        "swagger-ui-bundle.js",
+        "swagger-ui-standalone-preset.js",
+    }
+    for asset in assets:
+        assert not asset.startswith(("http:", "https:", "//", "/")), asset  # relative to the page
+        response = client.get(f"{BASE}/{asset}")
+        assert response.status_code == 200 and len(response.data) > 10_000, asset
+        assert response.mimetype in {"text/css", "text/javascript", "application/javascript"}, asset
+        response.close()
+    assert '"validatorUrl": null' in html  # Swagger UI would otherwise post the document to a web service
+    assert 'url: "/a2a/rest/openapi.json"' in html
+    assert doc["externalDocs"]["url"] == "http://127.0.0.1:8049/a2a/rest/docs"
+
+
+def test_unknown_asset_is_an_a2a_404(client: Any) -> None:
+    response = client.get(BASE + "/docs/assets/nope.js")
+    assert response.status_code == 404 and response.get_json()["error"]["code"] == 404
