@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from flask_smorest import Api
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import discovery, jsonrpc, rest
+from quineling.a2a import discovery, jsonrpc, openapi, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
@@ -100,9 +99,8 @@ def create_app(
     )
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
-    api = Api(app)
-    api.register_blueprint(rest.blp)
-    _register_routing_errors(app)  # after Api(): replaces smorest's HTTPException handler
+    openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
+    _register_routing_errors(app)  # after the binding: replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
     return app
 

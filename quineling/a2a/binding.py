@@ -59,9 +59,10 @@ def requested_version() -> str:
 def check_version(binding: str, version: str) -> None:
     supported = supported_versions(state().service.card("1.0"), binding)
     if version not in supported:
+        newest = max(supported, key=lambda v: [int(n) for n in v.split(".")], default="1.0")
         raise VersionNotSupportedError(
             f"A2A-Version {version} is not supported by the {binding} binding "
-            f"(supported: {', '.join(sorted(supported))})",
+            f"(supported: {', '.join(sorted(supported))}); send the header 'A2A-Version: {newest}'",
             metadata={"requestedVersion": version},
         )
 

@@ -15,36 +15,76 @@ class _Request(Schema):
 
 
 def _opt(field_cls: type[fields.Field[Any]], **kwargs: object) -> fields.Field[Any]:
-    return field_cls(allow_none=True, load_default=None, **kwargs)  # type: ignore[arg-type]
+    # The views read the body and query themselves (the service validates deeply), so nothing needs a
+    # load default; ``null`` is accepted as absent.
+    return field_cls(allow_none=True, **kwargs)  # type: ignore[arg-type]
+
+
+_TENANT = {"description": "The tenant to act in; a tenant in the path wins over this one"}
+_HISTORY = {
+    "description": "How many of the most recent history messages to return: 0 returns none, values above "
+    "1000 are cut to 1000; absent returns the whole history",
+    "minimum": 0,
+}
 
 
 class SendMessageRequestSchema(_Request):
-    message = _opt(
-        fields.Dict, metadata={"description": "Message: messageId, role, parts, contextId, taskId"}
+    message = fields.Dict(
+        required=True,
+        error_messages={
+            "required": "message is required",
+            "null": "message must be an object",
+            "invalid": "message must be an object",
+        },
+        metadata={
+            "description": "The user message: messageId (required), role ROLE_USER, exactly one part (a text "
+            "part holding a thought, or a JSON data part holding a runtime request), and contextId/taskId "
+            "to continue a conversation or a task"
+        },
     )
     configuration = _opt(
-        fields.Dict, metadata={"description": "historyLength, returnImmediately, acceptedOutputModes"}
+        fields.Dict,
+        metadata={
+            "description": "historyLength (0 or more; above 1000 is cut to 1000), returnImmediately, "
+            "acceptedOutputModes"
+        },
     )
     metadata = _opt(fields.Dict)
-    tenant = _opt(fields.String)
+    tenant = _opt(fields.String, metadata=_TENANT)
 
 
 class GetTaskQuerySchema(_Request):
-    historyLength = _opt(fields.Integer, metadata={"description": "0 omits history; N keeps the last N"})
+    historyLength = _opt(fields.Integer, metadata=_HISTORY)
+    tenant = _opt(fields.String, metadata=_TENANT)
 
 
 class ListTasksQuerySchema(_Request):
-    contextId = _opt(fields.String)
-    status = _opt(fields.String, metadata={"description": "TaskState name or number"})
-    pageSize = _opt(fields.Integer, metadata={"description": "1..100, default 50"})
-    pageToken = _opt(fields.String)
-    historyLength = _opt(fields.Integer)
-    statusTimestampAfter = _opt(fields.String, metadata={"description": "RFC 3339; inclusive"})
-    includeArtifacts = _opt(fields.Boolean)
+    contextId = _opt(fields.String, metadata={"description": "Only tasks of this context"})
+    status = _opt(
+        fields.String, metadata={"description": "Only tasks in this state: a TaskState name or number"}
+    )
+    pageSize = _opt(
+        fields.Integer,
+        metadata={"description": "Tasks per page", "minimum": 1, "maximum": 100, "default": 50},
+    )
+    pageToken = _opt(fields.String, metadata={"description": "nextPageToken of the previous page"})
+    historyLength = _opt(fields.Integer, metadata=_HISTORY)
+    statusTimestampAfter = _opt(
+        fields.String,
+        metadata={
+            "description": "Only tasks whose status changed at or after this RFC 3339 time",
+            "format": "date-time",
+        },
+    )
+    includeArtifacts = _opt(
+        fields.Boolean, metadata={"description": "Include each task's artifacts", "default": False}
+    )
+    tenant = _opt(fields.String, metadata=_TENANT)
 
 
 class CancelTaskRequestSchema(_Request):
     metadata = _opt(fields.Dict)
+    tenant = _opt(fields.String, metadata=_TENANT)
 
 
 class PushConfigRequestSchema(_Request):

@@ -34,6 +34,14 @@ def test_header_less_rest_is_version_error(client: Any) -> None:
     rest_error(client.get(BASE + "/tasks", headers={"A2A-Version": "99.0"}), 400, "VERSION_NOT_SUPPORTED")
 
 
+def test_version_error_says_which_header_to_send(client: Any) -> None:
+    # Without the header a request is taken as v0.3, which HTTP+JSON does not serve: say how to fix it.
+    error = rest_error(client.get(BASE + "/tasks"), 400, "VERSION_NOT_SUPPORTED")
+    assert "send the header 'A2A-Version: 1.0'" in error["message"]
+    assert error["details"][0]["metadata"] == {"requestedVersion": "0.3"}
+    assert client.get(BASE + "/tasks", headers={"A2A-Version": "1.0"}).status_code == 200
+
+
 def test_not_found_body(client: Any) -> None:
     error = rest_error(client.get(BASE + "/tasks/t-404", headers=V1), 404, "TASK_NOT_FOUND")
     assert error["status"] == "NOT_FOUND" and error["details"][0]["metadata"] == {"taskId": "t-404"}
@@ -68,6 +76,24 @@ def test_unknown_route_and_method_are_a2a_shaped(client: Any) -> None:
     rest_error(client.get(BASE + "/nowhere/else/at/all", headers=V1), 404, "METHOD_NOT_FOUND")
     response = client.delete(BASE + "/message:send", headers=V1)
     assert response.status_code == 405 and "error" in response.get_json()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/tasks/x", {"GET"}),
+        ("DELETE", "/acme/tasks/x", {"GET"}),
+        ("PUT", "/message:send", {"POST"}),
+        ("GET", "/message:stream", {"POST"}),
+    ],
+)
+def test_method_not_allowed_keeps_allow_header(
+    client: Any, method: str, path: str, allowed: set[str]
+) -> None:
+    response = client.open(BASE + path, method=method, headers=V1)
+    rest_error(response, 405, "INVALID_REQUEST")
+    assert allowed <= {m.strip() for m in response.headers["Allow"].split(",")}
+    assert method not in response.headers["Allow"]
 
 
 def test_response_media_type_follows_accept(client: Any) -> None:

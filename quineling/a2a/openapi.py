@@ -1,0 +1,801 @@
+"""The HTTP+JSON binding's OpenAPI document, made to say what the server does, and its interactive page.
+
+flask-smorest generates the document from the views in :mod:`quineling.a2a.rest`; :class:`Documenter`, an
+apispec plugin, completes every operation from :data:`OPERATIONS`: summary, description, an example request,
+the ``A2A-Version`` header, both JSON media types, the tenant and paging constraints, and the error answers
+the operation really gives. Each error answer is the binding's ``google.rpc.Status`` body
+(:meth:`~quineling.a2a.errors.A2AError.to_rest`, component ``ErrorResponse``) narrowed to the reasons it can
+carry; flask-smorest's own error schema and its 422, which this binding never sends, are dropped.
+
+The page at ``/a2a/rest/docs`` is Swagger UI, its script and style served by this app from the files of the
+``flask-swagger-ui`` package: it loads nothing from elsewhere (Swagger UI's validator badge, which would call
+out, is off).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+from apispec import APISpec, BasePlugin
+from flask import Blueprint, Flask, Response, send_from_directory
+from flask_smorest import Api
+from flask_smorest import Blueprint as SmorestBlueprint
+
+from quineling.a2a.binding import EXTENSION_NAME, A2AState
+from quineling.a2a.card import supported_versions
+from quineling.a2a.errors import (
+    ALL_ERRORS,
+    ERROR_DOMAIN,
+    ERROR_INFO_TYPE,
+    A2AError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+    VersionNotSupportedError,
+)
+
+JSON = dict[str, Any]
+
+DOCS_PATH = "docs"  # the page, under the binding's prefix
+ASSETS_PATH = "docs/assets"  # Swagger UI's files, under the binding's prefix
+ERROR_SCHEMA = "ErrorResponse"
+JSON_MEDIA_TYPES = ("application/json", "application/a2a+json")
+TENANT_TAG = "Tenant routes"
+
+EXAMPLE_TASK_ID = "8c0f6a4e-5d7b-4f8e-9a51-2f3c4d5e6a7b"
+EXAMPLE_PATH_VALUES = {"task_id": EXAMPLE_TASK_ID, "config_id": "cfg-1"}
+EXAMPLE_THOUGHT = "[2,3,4] | square | sum | report total"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One way an operation fails: the HTTP status, the error it answers with, and when."""
+
+    status: int
+    error: type[A2AError]
+    when: str
+    message: str | None = None
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+    def example(self) -> JSON:
+        return self.error(self.message, metadata=dict(self.metadata), http_status=self.status).to_rest()
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """What the document says about one operation besides what flask-smorest derives from the view."""
+
+    operation_id: str
+    tag: str
+    summary: str
+    description: str
+    failures: tuple[Failure, ...] = ()
+    reads_body: bool = False  # parses a JSON body (so a malformed one is an error)
+    body: JSON | None = None  # the example request body
+    body_required: bool = True
+    query: Mapping[str, Any] = field(default_factory=dict)  # example query values
+    stores: bool = True  # reads or writes task storage, so a storage failure is a 500
+    capability: str | None = None  # the card capability without which it never succeeds
+    stream: bool = False
+
+
+_TASK_NOT_FOUND = Failure(
+    404,
+    TaskNotFoundError,
+    "no task with this id exists for this tenant (unknown, expired, evicted or another tenant's)",
+    f"Task not found: {EXAMPLE_TASK_ID}",
+    {"taskId": EXAMPLE_TASK_ID},
+)
+_FOLLOW_UP_FAILURES = (
+    Failure(
+        404,
+        TaskNotFoundError,
+        "`message.taskId` names no task of this tenant",
+        f"Task not found: {EXAMPLE_TASK_ID}",
+        {"taskId": EXAMPLE_TASK_ID},
+    ),
+    Failure(
+        400,
+        UnsupportedOperationError,
+        "`message.taskId` names a task in a terminal state, which accepts no messages",
+    ),
+)
+_PUSH_OFF = Failure(
+    400,
+    PushNotificationNotSupportedError,
+    "always: this agent does not support push notifications",
+    "Push notifications are not supported by this agent",
+)
+
+_SEND_DESCRIPTION = (
+    "Sends one user message and answers with the task it started or continued. The message has exactly one "
+    "part: a text part holding a *thought* such as `[2,3,4] | square | sum | report total`, or a JSON data "
+    'part (`"mediaType": "application/json"`) holding a runtime request such as `{"operation": "run", '
+    '"artifactId": "sha256:…"}`; the answer is in the task\'s artifact `quineling-result`. The work is done '
+    "within the request, so the task comes back completed, failed, rejected, or waiting for input "
+    "(`TASK_STATE_INPUT_REQUIRED`); send a follow-up with `message.taskId` set to continue such a task. "
+    "A message the agent cannot act on (role not `ROLE_USER`, not exactly one part, a file part) fails the "
+    "task rather than the request."
+)
+
+# Keyed by (method, path under the prefix without a tenant), in OpenAPI path syntax.
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("post", "/message:send"): Operation(
+        "SendMessage",
+        "Messages",
+        "Send a message",
+        _SEND_DESCRIPTION,
+        _FOLLOW_UP_FAILURES,
+        reads_body=True,
+        body={
+            "message": {
+                "messageId": "msg-create-1",
+                "role": "ROLE_USER",
+                "parts": [
+                    {
+                        "mediaType": "application/json",
+                        "data": {"operation": "create", "thought": EXAMPLE_THOUGHT},
+                    }
+                ],
+            },
+            "configuration": {"historyLength": 1},
+        },
+    ),
+    ("post", "/message:stream"): Operation(
+        "SendStreamingMessage",
+        "Messages",
+        "Send a message and stream the task's events",
+        _SEND_DESCRIPTION.replace("answers with the task", "streams the events of the task", 1)
+        + " The stream opens with the task and ends when the task is final or waits for input.",
+        _FOLLOW_UP_FAILURES,
+        reads_body=True,
+        body={
+            "message": {
+                "messageId": "msg-stream-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": EXAMPLE_THOUGHT}],
+            }
+        },
+        stream=True,
+    ),
+    ("get", "/tasks"): Operation(
+        "ListTasks",
+        "Tasks",
+        "List tasks",
+        "Lists this tenant's tasks, most recently updated first, one page at a time: pass the answer's "
+        "`nextPageToken` as `pageToken` for the next page (it is empty on the last page). `totalSize` counts "
+        "every task that matches the filters.",
+        (
+            Failure(
+                400,
+                InvalidParamsError,
+                "`pageSize` is not within 1..100, `status` names no task state, `statusTimestampAfter` is "
+                "not an RFC 3339 time, or `pageToken` does not belong to this listing",
+                "pageSize must be between 1 and 100",
+            ),
+        ),
+        query={"pageSize": 10, "status": "TASK_STATE_COMPLETED", "historyLength": 0},
+    ),
+    ("get", "/tasks/{task_id}"): Operation(
+        "GetTask",
+        "Tasks",
+        "Get a task",
+        "Answers the task with its status, artifacts and history (`historyLength` keeps only the most recent "
+        "messages).",
+        (_TASK_NOT_FOUND,),
+        query={"historyLength": 2},
+    ),
+    ("post", "/tasks/{task_id}:cancel"): Operation(
+        "CancelTask",
+        "Tasks",
+        "Cancel a task",
+        "Cancels a task that is not yet final and answers it in `TASK_STATE_CANCELED`; canceling a canceled "
+        "task answers it again. The body is optional.",
+        (
+            _TASK_NOT_FOUND,
+            Failure(
+                400,
+                TaskNotCancelableError,
+                "the task is already completed, failed or rejected",
+                f"Task {EXAMPLE_TASK_ID} is TASK_STATE_COMPLETED and cannot be canceled",
+                {"taskId": EXAMPLE_TASK_ID},
+            ),
+        ),
+        reads_body=True,
+        body={},
+        body_required=False,
+    ),
+    ("get", "/tasks/{task_id}:subscribe"): Operation(
+        "SubscribeToTask",
+        "Tasks",
+        "Subscribe to a task's events",
+        "Streams the events of a task that is not yet final: first the task as it is now, then each later "
+        "status or artifact update, until the task is final. Comment lines (`: keepalive`) keep a quiet "
+        "stream open.",
+        (
+            _TASK_NOT_FOUND,
+            Failure(400, UnsupportedOperationError, "the task is already final: there is nothing to follow"),
+        ),
+        stream=True,
+    ),
+    ("post", "/tasks/{task_id}:subscribe"): Operation(
+        "SubscribeToTaskByPost",
+        "Tasks",
+        "Subscribe to a task's events (POST)",
+        "The same as `GET …:subscribe`, by POST; a body, if sent, must be a JSON object and is not used.",
+        (
+            _TASK_NOT_FOUND,
+            Failure(400, UnsupportedOperationError, "the task is already final: there is nothing to follow"),
+        ),
+        reads_body=True,
+        stream=True,
+    ),
+    ("post", "/tasks/{task_id}/pushNotificationConfigs"): Operation(
+        "CreateTaskPushNotificationConfig",
+        "Push notifications",
+        "Create a push notification config",
+        "Registers a webhook for a task's updates.",
+        (_PUSH_OFF,),
+        reads_body=True,
+        body={"url": "https://client.example.com/a2a/push", "token": "client-token-1"},
+        stores=False,
+        capability="pushNotifications",
+    ),
+    ("get", "/tasks/{task_id}/pushNotificationConfigs"): Operation(
+        "ListTaskPushNotificationConfigs",
+        "Push notifications",
+        "List push notification configs",
+        "Lists the webhooks registered for a task.",
+        (_PUSH_OFF,),
+        query={"pageSize": 10},
+        stores=False,
+        capability="pushNotifications",
+    ),
+    ("get", "/tasks/{task_id}/pushNotificationConfigs/{config_id}"): Operation(
+        "GetTaskPushNotificationConfig",
+        "Push notifications",
+        "Get a push notification config",
+        "Answers one webhook registered for a task.",
+        (_PUSH_OFF,),
+        stores=False,
+        capability="pushNotifications",
+    ),
+    ("delete", "/tasks/{task_id}/pushNotificationConfigs/{config_id}"): Operation(
+        "DeleteTaskPushNotificationConfig",
+        "Push notifications",
+        "Delete a push notification config",
+        "Removes one webhook registered for a task.",
+        (_PUSH_OFF,),
+        stores=False,
+        capability="pushNotifications",
+    ),
+    ("get", "/extendedAgentCard"): Operation(
+        "GetExtendedAgentCard",
+        "Agent card",
+        "Get the extended agent card",
+        "Answers the agent card for authenticated clients.",
+        (
+            Failure(
+                400,
+                UnsupportedOperationError,
+                "always: this agent declares no extended agent card",
+                "This agent does not declare an extended agent card",
+            ),
+        ),
+        stores=False,
+        capability="extendedAgentCard",
+    ),
+}
+
+TAGS = {
+    "Messages": "Send messages; the work runs within the request.",
+    "Tasks": "Read, list, cancel and follow tasks.",
+    "Push notifications": "Webhooks for task updates.",
+    "Agent card": "The extended agent card.",
+    TENANT_TAG: "Every operation again, for a tenant named in the path (it wins over a `tenant` in the body "
+    "or query).",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the document needs to know about the running agent."""
+
+    prefix: str
+    base_url: str
+    versions: tuple[str, ...]  # A2A versions HTTP+JSON serves, newest last
+    tenants: frozenset[str] | None  # served besides the default one; None = any
+    request_limit_bytes: int
+    capabilities: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, prefix: str, state: A2AState) -> Facts:
+        card = state.service.card("1.0")
+        versions = sorted(supported_versions(card, "HTTP+JSON"), key=lambda v: [int(n) for n in v.split(".")])
+        return cls(
+            prefix=prefix,
+            base_url=state.base_url.rstrip("/"),
+            versions=tuple(versions),
+            tenants=state.tenants,
+            request_limit_bytes=state.request_limit_bytes,
+            capabilities=card.get("capabilities", {}),
+        )
+
+    @property
+    def newest(self) -> str:
+        return self.versions[-1] if self.versions else "1.0"
+
+    @property
+    def example_tenant(self) -> str:
+        return sorted(self.tenants)[0] if self.tenants else "acme"
+
+
+# --- failures ------------------------------------------------------------------------------------------
+
+
+def failures_of(op: Operation, facts: Facts) -> list[Failure]:
+    """Every failure ``op`` can answer with: the binding's checks, the body's, storage's, then its own."""
+    found = [
+        Failure(
+            400,
+            VersionNotSupportedError,
+            "the `A2A-Version` header is missing (which means v0.3) or names a version this binding does not "
+            "serve",
+            f"A2A-Version 0.3 is not supported by the HTTP+JSON binding (supported: {', '.join(facts.versions)}); "
+            f"send the header 'A2A-Version: {facts.newest}'",
+            {"requestedVersion": "0.3"},
+        ),
+        Failure(
+            400,
+            InvalidParamsError,
+            "a field or parameter is missing, has the wrong type or is out of range, or the tenant is not "
+            "served by this agent",
+        ),
+        Failure(
+            413,
+            InvalidRequestError,
+            f"the request body is larger than {facts.request_limit_bytes} bytes",
+            f"Request body exceeds {facts.request_limit_bytes} bytes",
+        ),
+        Failure(
+            415,
+            ContentTypeNotSupportedError,
+            "the request has a body whose Content-Type is not `application/json` or `application/a2a+json`",
+            "Content-Type text/plain is not supported",
+        ),
+    ]
+    if op.reads_body:
+        found += [
+            Failure(400, JSONParseError, "the body is not valid JSON"),
+            Failure(
+                400,
+                InvalidRequestError,
+                "the body is not a JSON object",
+                "The request body must be a JSON object",
+            ),
+        ]
+    if op.stores:
+        found.append(
+            Failure(
+                500,
+                InternalError,
+                "task storage failed, is full or unreachable, or the task kept changing under concurrent "
+                "requests; the message says what happened and `metadata.retryable` whether to retry",
+                "Storage is unavailable; retry later",
+            )
+        )
+    for own in op.failures:
+        # An operation's own case of a common failure extends it (and gives the better example message).
+        same = next((f for f in found if (f.status, f.error) == (own.status, own.error)), None)
+        if same is None:
+            found.append(own)
+        else:
+            found.remove(same)
+            found.append(replace(own, when=f"{same.when}; here also: {own.when}"))
+    return found
+
+
+def error_components() -> dict[str, JSON]:
+    """The REST error body as OpenAPI schemas: ``ErrorResponse`` holds a ``Status`` with ``ErrorInfo``."""
+    reasons = sorted({cls.reason for cls in ALL_ERRORS})
+    statuses = sorted({cls.status for cls in ALL_ERRORS})
+    return {
+        "ErrorInfo": {
+            "type": "object",
+            "description": "google.rpc.ErrorInfo: why the request failed, as a machine-readable reason.",
+            "required": ["@type", "reason", "domain"],
+            "additionalProperties": False,
+            "properties": {
+                "@type": {"type": "string", "enum": [ERROR_INFO_TYPE]},
+                "reason": {"type": "string", "enum": reasons},
+                "domain": {"type": "string", "enum": [ERROR_DOMAIN]},
+                "metadata": {
+                    "type": "object",
+                    "description": "Details such as taskId or requestedVersion; every value is a string.",
+                    "additionalProperties": {"type": "string"},
+                },
+            },
+        },
+        "Status": {
+            "type": "object",
+            "description": "google.rpc.Status as JSON.",
+            "required": ["code", "status", "message", "details"],
+            "additionalProperties": False,
+            "properties": {
+                "code": {"type": "integer", "description": "The HTTP status of the response."},
+                "status": {"type": "string", "enum": statuses, "description": "The google.rpc.Code name."},
+                "message": {"type": "string", "description": "What went wrong, for people."},
+                "details": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 1,
+                    "items": {"$ref": "#/components/schemas/ErrorInfo"},
+                },
+            },
+        },
+        ERROR_SCHEMA: {
+            "type": "object",
+            "description": "The body of every error answer of the HTTP+JSON binding.",
+            "required": ["error"],
+            "additionalProperties": False,
+            "properties": {"error": {"$ref": "#/components/schemas/Status"}},
+        },
+    }
+
+
+def error_response(status: int, failures: list[Failure]) -> JSON:
+    """The response object for ``status``: the error body narrowed to the codes and reasons it can carry."""
+    narrowed = {
+        "type": "object",
+        "properties": {
+            "error": {
+                "type": "object",
+                "properties": {
+                    "code": {"type": "integer", "enum": [status]},
+                    "status": {"type": "string", "enum": sorted({f.error.status for f in failures})},
+                    "details": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "reason": {
+                                    "type": "string",
+                                    "enum": sorted({f.error.reason for f in failures}),
+                                }
+                            },
+                        },
+                    },
+                },
+            }
+        },
+    }
+    # The operation's own failure makes the most telling example; the common ones come first in the list.
+    example = failures[-1].example()
+    return {
+        "description": "\n".join(f"- `{f.error.reason}`: {f.when}" for f in failures),
+        "content": {
+            "application/json": {
+                "schema": {"allOf": [{"$ref": f"#/components/schemas/{ERROR_SCHEMA}"}, narrowed]},
+                "example": example,
+            }
+        },
+    }
+
+
+# --- the apispec plugin --------------------------------------------------------------------------------
+
+
+class Documenter(BasePlugin):
+    """Completes each REST operation of the generated document (runs after flask-smorest's plugins)."""
+
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
+
+    def init_spec(self, spec: APISpec) -> None:
+        self.spec = spec
+
+    def path_helper(
+        self, path: str | None = None, operations: Any = None, parameters: Any = None, **_kwargs: Any
+    ) -> None:
+        for parameter in parameters or []:
+            if isinstance(parameter, dict) and parameter.get("in") == "path":
+                parameter.update(self._path_parameter(parameter["name"]))
+
+    def operation_helper(self, path: str | None = None, operations: Any = None, **_kwargs: Any) -> None:
+        if not path or not path.startswith(self.facts.prefix + "/"):
+            return
+        route = path[len(self.facts.prefix) :]
+        tenant_route = route.startswith("/{tenant}/")
+        if tenant_route:
+            route = route[len("/{tenant}") :]
+        for method, operation in operations.items():
+            doc = OPERATIONS.get((method, route))
+            if doc is None:
+                raise LookupError(
+                    f"{method.upper()} {path} has no entry in quineling.a2a.openapi.OPERATIONS: document it there"
+                )
+            self._complete(operation, doc, method, path, tenant_route)
+
+    # -- one operation --------------------------------------------------------------------------------
+
+    def _complete(self, operation: JSON, doc: Operation, method: str, path: str, tenant_route: bool) -> None:
+        facts = self.facts
+        operation["operationId"] = doc.operation_id + ("ForTenant" if tenant_route else "")
+        operation["summary"] = doc.summary
+        operation["tags"] = [TENANT_TAG if tenant_route else doc.tag]
+        operation["description"] = self._description(doc, method, path, tenant_route)
+
+        parameters = [self._version_header()]
+        for parameter in operation.get("parameters", []):
+            if isinstance(parameter, dict) and parameter.get("in") == "query":
+                self._query_parameter(parameter, doc)
+            parameters.append(parameter)
+        operation["parameters"] = parameters
+
+        if "requestBody" in operation:
+            body = operation["requestBody"]
+            media = next(iter(body["content"].values()))
+            body["required"] = doc.body_required
+            body["content"] = {
+                media_type: {**copy.deepcopy(media), "example": doc.body} for media_type in JSON_MEDIA_TYPES
+            }
+
+        succeeds = doc.capability is None or bool(facts.capabilities.get(doc.capability))
+        responses: JSON = {}
+        for status, response in operation.get("responses", {}).items():
+            if not str(status).startswith("2") or not succeeds:
+                continue  # flask-smorest's 422 and default error: this binding sends neither
+            responses[str(status)] = self._success(response, doc)
+        by_status: dict[int, list[Failure]] = {}
+        for failure in failures_of(doc, facts):
+            by_status.setdefault(failure.status, []).append(failure)
+        for status in sorted(by_status):
+            responses[str(status)] = error_response(status, by_status[status])
+        operation["responses"] = responses
+
+    def _description(self, doc: Operation, method: str, path: str, tenant_route: bool) -> str:
+        parts = [doc.description]
+        if tenant_route:
+            parts.append(
+                f"This route acts in the tenant named in the path, which wins over a `tenant` in the body or "
+                f"query; `{path.replace('/{tenant}', '', 1)}` is the same operation for the default tenant."
+            )
+        if doc.capability and not self.facts.capabilities.get(doc.capability):
+            parts.append(
+                f"This agent's card declares `capabilities.{doc.capability}: false`, so this operation "
+                f"always fails as documented below."
+            )
+        if doc.stream:
+            parts.append(
+                "An error found before the stream starts is an ordinary error answer (below); one after it "
+                "started is a final `event: error` frame whose data is an `ErrorResponse`."
+            )
+        parts.append("**Example**\n\n```sh\n" + self._curl(doc, method, path) + "\n```")
+        return "\n\n".join(parts)
+
+    def _curl(self, doc: Operation, method: str, path: str) -> str:
+        url = self.facts.base_url + path.replace("{tenant}", self.facts.example_tenant)
+        for name, value in EXAMPLE_PATH_VALUES.items():
+            url = url.replace("{" + name + "}", value)
+        if doc.query:
+            url += "?" + urlencode(doc.query)
+        words = ["curl", "-s"] + (["-N"] if doc.stream else [])
+        if method != "get" and not doc.body:
+            words += ["-X", method.upper()]
+        words += [url, "-H", f"A2A-Version: {self.facts.newest}"]
+        if doc.body:
+            words += ["-H", "Content-Type: application/json", "-d", json.dumps(doc.body, ensure_ascii=False)]
+        return " ".join(shlex.quote(word) for word in words)
+
+    def _success(self, response: Any, doc: Operation) -> Any:
+        if not isinstance(response, dict) or "content" not in response:
+            return response
+        content = response["content"]
+        if "application/json" in content:
+            # The media type follows Accept: application/a2a+json only when the client asks for it.
+            response["content"] = {
+                media_type: copy.deepcopy(content["application/json"]) for media_type in JSON_MEDIA_TYPES
+            }
+        if doc.stream:
+            response["description"] = (
+                "A stream of Server-Sent Events: each `data:` line holds one StreamResponse as JSON, the "
+                "first one the task."
+            )
+        return response
+
+    # -- parameters -----------------------------------------------------------------------------------
+
+    def _version_header(self) -> JSON:
+        return {
+            "in": "header",
+            "name": "A2A-Version",
+            "required": True,
+            "description": "The A2A protocol version of the request. Without it a request is taken as v0.3, "
+            "which this binding does not serve. The query parameter `A2A-Version` is accepted instead.",
+            "schema": {"type": "string", "enum": list(self.facts.versions), "default": self.facts.newest},
+            "example": self.facts.newest,
+        }
+
+    def _path_parameter(self, name: str) -> JSON:
+        if name == "tenant":
+            schema: JSON = {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}
+            if self.facts.tenants is None:
+                description = "Any tenant: this agent serves every tenant (`QUINELING_TENANTS=*`)."
+            else:
+                schema["enum"] = sorted(self.facts.tenants)
+                description = (
+                    "One of the tenants this agent serves (`QUINELING_TENANTS`); any other is 400 "
+                    "`INVALID_PARAMS`."
+                )
+            return {"schema": schema, "description": description, "example": self.facts.example_tenant}
+        if name == "task_id":
+            return {"description": "The task's id.", "example": EXAMPLE_TASK_ID}
+        if name == "config_id":
+            return {"description": "The push notification config's id.", "example": "cfg-1"}
+        return {}
+
+    def _query_parameter(self, parameter: JSON, doc: Operation) -> None:
+        schema = parameter.setdefault("schema", {})
+        schema.pop("nullable", None)  # a query value is a string or absent, never null
+        if parameter["name"] == "tenant":
+            schema.update(self.body_tenant_schema(nullable=False))
+            parameter["description"] = self.tenant_description()
+        if parameter["name"] in doc.query:
+            parameter["example"] = doc.query[parameter["name"]]
+
+    def tenant_description(self) -> str:
+        if self.facts.tenants is None:
+            return "The tenant to act in (any; empty is the default tenant). A tenant in the path wins."
+        return (
+            "The tenant to act in: empty for the default tenant, or one this agent serves "
+            "(`QUINELING_TENANTS`); any other is 400 `INVALID_PARAMS`. A tenant in the path wins."
+        )
+
+    def body_tenant_schema(self, *, nullable: bool) -> JSON:
+        if self.facts.tenants is None:
+            return {}
+        values: list[Any] = ["", *sorted(self.facts.tenants)]
+        return {"enum": values + [None] if nullable else values}
+
+    # -- the whole document ---------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """What only the whole document can say: tenant fields of body schemas, which tenant routes exist,
+        and the tags in use. Paths and tags live in apispec's ``_paths`` and ``_tags`` (no public setter)."""
+        for schema in self.spec.components.schemas.values():
+            tenant = schema.get("properties", {}).get("tenant")
+            if isinstance(tenant, dict):
+                tenant.update(self.body_tenant_schema(nullable=bool(tenant.get("nullable"))))
+                tenant["description"] = self.tenant_description()
+        paths: dict[str, Any] = self.spec._paths
+        if self.facts.tenants is not None and not self.facts.tenants:
+            # This agent serves no tenant besides the default: every tenant route would only answer 400.
+            for path in [p for p in paths if p.startswith(self.facts.prefix + "/{tenant}/")]:
+                del paths[path]
+        self._prune_schemas(paths)
+        used = {
+            tag
+            for item in paths.values()
+            for op in item.values()
+            if isinstance(op, dict)
+            for tag in op.get("tags", [])
+        }
+        self.spec._tags[:] = [
+            {"name": name, "description": text} for name, text in TAGS.items() if name in used
+        ]
+
+    def _prune_schemas(self, paths: Mapping[str, Any]) -> None:
+        """Drop component schemas nothing refers to: flask-smorest registers its own error and pagination
+        schemas up front, and this binding sends neither."""
+        schemas = self.spec.components.schemas
+        prefix = "#/components/schemas/"
+        reached: set[str] = set()
+        pending = list(_refs(paths))
+        while pending:
+            ref = pending.pop()
+            name = ref[len(prefix) :] if ref.startswith(prefix) else None
+            if name is None or name in reached or name not in schemas:
+                continue
+            reached.add(name)
+            pending.extend(_refs(schemas[name]))
+        for name in [n for n in schemas if n not in reached]:
+            del schemas[name]
+
+
+def _refs(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        found = [value["$ref"]] if isinstance(value.get("$ref"), str) else []
+        return found + [ref for item in value.values() for ref in _refs(item)]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _refs(item)]
+    return []
+
+
+# --- registration --------------------------------------------------------------------------------------
+
+
+def _assets_dir() -> str:
+    return str(resources.files("flask_swagger_ui") / "dist")
+
+
+def _info_description(facts: Facts) -> str:
+    routes = facts.prefix + "/{tenant}/…"
+    if facts.tenants is None:
+        tenants = f"every tenant is served (`QUINELING_TENANTS=*`), at `{routes}`."
+    elif facts.tenants:
+        names = ", ".join(f"`{t}`" for t in sorted(facts.tenants))
+        tenants = f"besides the default one, this agent serves {names} at `{routes}`."
+    else:
+        tenants = f"this agent serves only the default tenant, so the `{routes}` routes are left out."
+    return "\n".join(
+        [
+            "The A2A 1.0 HTTP+JSON binding of the Quineling agent. Its agent card is "
+            "`/.well-known/agent-card.json`; the same operations are served over JSON-RPC at `/a2a/jsonrpc`.",
+            "",
+            f"- Every request carries the header `A2A-Version: {facts.newest}`: without it a request is taken "
+            "as v0.3, which this binding does not serve.",
+            f"- Request bodies are JSON (`application/json` or `application/a2a+json`), at most "
+            f"{facts.request_limit_bytes} bytes; field names may be camelCase or snake_case, and `null` counts "
+            "as absent.",
+            "- Answers are `application/json`, or `application/a2a+json` when `Accept` asks for it.",
+            "- Every error answer is an `ErrorResponse`: a google.rpc.Status whose `code` is the HTTP status "
+            "and whose one `ErrorInfo` detail names the A2A reason. An unknown route is 404 "
+            "`METHOD_NOT_FOUND`; a method a route does not serve is 405 with an `Allow` header.",
+            f"- Tenants: {tenants}",
+        ]
+    )
+
+
+def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
+    """Register the HTTP+JSON ``blueprint`` with its OpenAPI document at ``<prefix>/openapi.json`` and the
+    Swagger UI page at ``<prefix>/docs``. Needs the app's :class:`A2AState` already in place."""
+    prefix = blueprint.url_prefix or ""
+    facts = Facts.of(prefix, app.extensions[EXTENSION_NAME])
+    documenter = Documenter(facts)
+    app.config.setdefault("OPENAPI_SWAGGER_UI_PATH", DOCS_PATH)
+    # Relative to the page (<prefix>/docs), so it holds under any mount point.
+    app.config.setdefault("OPENAPI_SWAGGER_UI_URL", ASSETS_PATH + "/")
+    app.config.setdefault(
+        "OPENAPI_SWAGGER_UI_CONFIG",
+        # validatorUrl: Swagger UI would otherwise send the document to an online validator.
+        {"validatorUrl": None, "deepLinking": True, "displayOperationId": True, "tryItOutEnabled": True},
+    )
+    docs_url = f"{facts.base_url}{prefix}/{DOCS_PATH}"
+    api = Api(
+        app,
+        spec_kwargs={
+            "extra_plugins": [documenter],
+            "info": {"description": _info_description(facts)},
+            "externalDocs": {"description": "Interactive API page (Swagger UI)", "url": docs_url},
+        },
+    )
+    for name, schema in error_components().items():
+        api.spec.components.schema(name, component=schema)
+    api.register_blueprint(blueprint)
+    documenter.finish()
+    app.register_blueprint(_assets_blueprint(prefix))
+    return api
+
+
+def _assets_blueprint(prefix: str) -> Blueprint:
+    assets = Blueprint("a2a_rest_docs_assets", __name__, url_prefix=f"{prefix}/{ASSETS_PATH}")
+    directory = _assets_dir()
+
+    @assets.get("/<path:filename>")
+    def asset(filename: str) -> Response:
+        return send_from_directory(directory, filename, max_age=24 * 3600)
+
+    return assets
