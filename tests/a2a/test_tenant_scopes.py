@@ -109,7 +109,10 @@ def test_on_redis_the_two_tenants_have_keys_of_their_own(make_backend: Any) -> N
     send(client, "default", text("[4] | sum | report t"))
     redis = backend.connection.shared
     found = {key.decode() for key in keys_under(redis, backend.prefix)}
-    tenant_less, named = keys.scope_tag(backend.prefix, "default"), keys.scope_tag(backend.prefix, "%64efault")
+    tenant_less, named = (
+        keys.scope_tag(backend.prefix, "default"),
+        keys.scope_tag(backend.prefix, "%64efault"),
+    )
     assert {key.split("}", 1)[0] + "}" for key in found} == {tenant_less, named}
     for tag in (tenant_less, named):
         assert redis.hlen(f"{tag}:task:data") == 1 and redis.hlen(f"{tag}:doc") >= 1
