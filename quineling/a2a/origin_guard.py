@@ -16,7 +16,7 @@ Refusals are in the shape of the binding asked for, and plain JSON elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from flask import Response, request
@@ -41,7 +41,9 @@ EXEMPT_PATHS = frozenset({HEALTH_PATH, READY_PATH})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # What a CORS caller may send (the methods and request headers the agent serves and reads) and read.
 CORS_METHODS = "GET, POST, DELETE"
-CORS_REQUEST_HEADERS = "Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, If-None-Match"
+CORS_REQUEST_HEADERS = (
+    "Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, If-None-Match, If-Modified-Since"
+)
 CORS_EXPOSED_HEADERS = "ETag, Retry-After"
 CORS_MAX_AGE = "600"
 
@@ -54,12 +56,18 @@ class OriginGuard:
     advertised: Origin | None
     cors: frozenset[Origin]
     any_cors: bool
+    # Host headers seen and served: a handful per deployment, checked on every request. Only served ones are
+    # kept, and only so many, so foreign names cannot grow it.
+    _served: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OriginGuard:
         advertised = urlsplit(settings.advertised_url)
         patterns = [host_pattern(entry) for entry in split_list(settings.allowed_hosts)]
-        hosts = {*LOOPBACK_HOSTS, advertised.netloc, settings.a2a_host}
+        listener = settings.a2a_host
+        if ":" in listener and not listener.startswith("["):  # a bare IPv6 address
+            listener = f"[{listener}]"
+        hosts = {*LOOPBACK_HOSTS, advertised.netloc, listener}
         names = {found[0] for found in map(split_host, hosts) if found is not None}
         names |= {p for p in patterns if p is not None and p != "*" and not p.startswith(".")}
         origins = split_list(settings.cors_origins)
@@ -76,9 +84,11 @@ class OriginGuard:
 
     def before_request(self) -> Response | None:
         """Flask ``before_request``: a refusal, a preflight answer, or ``None`` to serve the request."""
-        if request.path in EXEMPT_PATHS:
+        path = request.path
+        if path in EXEMPT_PATHS:
             return None
-        host = request.headers.get("Host")
+        environ = request.environ  # read once: each access through the request proxy costs a lookup
+        host: str | None = environ.get("HTTP_HOST")
         if host is not None and not self.host_allowed(host):
             # No Host at all is no browser (HTTP/1.0), so no rebinding page either.
             return _refuse(
@@ -89,10 +99,11 @@ class OriginGuard:
                     http_status=421,
                 )
             )
-        origin = request.headers.get("Origin")
+        method: str = environ.get("REQUEST_METHOD", "GET")
+        origin: str | None = environ.get("HTTP_ORIGIN")
         if origin is not None:
             if self.cors_allowed(origin):
-                if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+                if method == "OPTIONS" and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ:
                     return _preflight()
             elif not self.own_origin(origin, host):
                 return _refuse(
@@ -103,16 +114,16 @@ class OriginGuard:
                     )
                 )
         if (
-            request.method not in SAFE_METHODS
+            method not in SAFE_METHODS
+            and "HTTP_A2A_VERSION" not in environ
+            and not is_json_media_type(environ.get("CONTENT_TYPE"))
             and request.routing_exception is None  # an unknown route or verb keeps its own 404 / 405
-            and not is_json_media_type(request.content_type)
-            and "A2A-Version" not in request.headers
         ):
             return _refuse(
                 ContentTypeNotSupportedError(
-                    f"A {request.method} needs Content-Type: application/json or an A2A-Version header "
+                    f"A {method} needs Content-Type: application/json or an A2A-Version header "
                     "(a cross-site form can send neither)",
-                    http_status=400 if under(request.path, JSONRPC_PATH) else 415,
+                    http_status=400 if under(path, JSONRPC_PATH) else 415,
                 )
             )
         return None
@@ -123,7 +134,7 @@ class OriginGuard:
         if not (self.cors or self.any_cors):
             return response
         response.vary.add("Origin")
-        origin = request.headers.get("Origin")
+        origin = request.environ.get("HTTP_ORIGIN")
         if origin is not None and self.cors_allowed(origin):
             response.headers["Access-Control-Allow-Origin"] = origin.strip()
             response.headers["Access-Control-Expose-Headers"] = CORS_EXPOSED_HEADERS
@@ -132,8 +143,15 @@ class OriginGuard:
     # --- the rules -------------------------------------------------------------------------------------
 
     def host_allowed(self, header: str) -> bool:
-        if self.any_host:
+        if self.any_host or header in self._served:
             return True
+        if not self._host_allowed(header):
+            return False
+        if len(self._served) < 64:
+            self._served[header] = True
+        return True
+
+    def _host_allowed(self, header: str) -> bool:
         found = split_host(header)
         if found is None:
             return False

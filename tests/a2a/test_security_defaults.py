@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a.origin_guard import OriginGuard
 from quineling.config import ConfigError, load_settings
 from tests.a2a.conftest import make_app, text, user_message
 from tests.support.bindings import V1
@@ -99,6 +100,8 @@ def test_the_advertised_host_and_the_listener_are_served() -> None:
         assert behind_proxy.get("/a2a/rest/tasks", headers={"Host": host, **V1}).status_code == 200, host
     assert behind_proxy.get("/a2a/rest/tasks", headers={"Host": "example.com", **V1}).status_code == 421
     # A wildcard bind advertises itself when nothing else is set; that name cannot come from DNS.
+    ipv6 = client_for(a2a_host="fd00::7")
+    assert ipv6.get("/a2a/rest/tasks", headers={"Host": "[fd00::7]:8049", **V1}).status_code == 200
     wildcard = client_for(a2a_host="0.0.0.0")
     assert wildcard.get("/a2a/rest/tasks", headers={"Host": "0.0.0.0:8049", **V1}).status_code == 200
     assert wildcard.get("/a2a/rest/tasks", headers={"Host": "192.168.1.5:8049", **V1}).status_code == 421
@@ -306,3 +309,13 @@ def test_without_cors_responses_carry_no_cors_headers() -> None:
     assert answer.status_code == 200
     assert not [name for name in answer.headers.keys() if name.lower().startswith("access-control-")]
     assert "Origin" not in answer.headers.get("Vary", "")
+
+
+def test_the_served_host_memo_is_bounded_and_never_holds_a_refused_name() -> None:
+    guard = OriginGuard.from_settings(load_settings({"allowed_hosts": ".corp.example"}))
+    assert not guard.host_allowed("attacker.example") and not guard.host_allowed("attacker.example")
+    for n in range(200):
+        assert guard.host_allowed(f"h{n}.corp.example")
+    memo = guard._served
+    assert len(memo) == 64 and "attacker.example" not in memo
+    assert not guard.host_allowed("attacker.example")
