@@ -18,6 +18,7 @@ from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.executor import Dispatcher
+from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
@@ -97,6 +98,11 @@ def create_app(
         tenants=_served_tenants(settings.tenants),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
+    # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
+    # "Security defaults").
+    guard = OriginGuard.from_settings(settings)
+    app.before_request(guard.before_request)
+    app.after_request(guard.after_request)
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page

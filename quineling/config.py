@@ -3,7 +3,9 @@ start-up so a bad value fails with a message naming the variable."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -45,6 +47,11 @@ class Settings:
     subscribe_max_seconds: float = 3600.0
     keepalive_seconds: float = 15.0
     access_log: bool = True
+    # Host names served besides the advertised host, the listener's and loopback (DNS rebinding defence):
+    # comma-separated, ".example.com" for a domain and every name under it, "*" for any host.
+    allowed_hosts: str = ""
+    # Browser origins (https://app.example.com) allowed to call the agent cross-site, or "*" (CORS).
+    cors_origins: str = ""
 
     @property
     def advertised_url(self) -> str:
@@ -118,6 +125,82 @@ def _validate(settings: Settings) -> None:
         )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
+    _validate_origins(settings)
+
+
+# --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+Origin = tuple[str, str, int]  # scheme, host, port (the scheme's default when the text names none)
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")  # ASCII names (IDNs as xn--…) and IPv4 addresses
+_PORT = re.compile(r":[0-9]{1,5}")
+
+
+def split_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` (a ``Host`` header, an origin's authority) as its lowercase host — an IPv6 address
+    without its brackets, a name without a trailing dot — and port; ``None`` if it is not that."""
+    text = value.strip().lower()
+    if text.startswith("["):
+        name, bracket, rest = text[1:].partition("]")
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            return None
+        if not bracket:
+            return None
+    else:
+        name, colon, port = text.partition(":")
+        name, rest = name.removesuffix("."), colon + port
+        if not _HOST_NAME.fullmatch(name):
+            return None
+    if not rest:
+        return name, None
+    if not _PORT.fullmatch(rest) or not 0 < int(rest[1:]) < 65536:
+        return None
+    return name, int(rest[1:])
+
+
+def parse_origin(text: str) -> Origin | None:
+    """A browser origin ``scheme://host[:port]`` (http or https, no path); ``None`` if it is not one."""
+    scheme, separator, authority = text.strip().lower().partition("://")
+    host = split_host(authority) if separator and scheme in DEFAULT_PORTS else None
+    if host is None:
+        return None
+    return scheme, host[0], DEFAULT_PORTS[scheme] if host[1] is None else host[1]
+
+
+def host_pattern(entry: str) -> str | None:
+    """A ``QUINELING_ALLOWED_HOSTS`` entry, normalised: ``*``, ``.domain`` or one host (an IPv6 address in
+    brackets), without a port — the port is not checked; ``None`` if it is none of these."""
+    text = entry.strip().lower()
+    if text == "*":
+        return text
+    dot = "." if text.startswith(".") else ""
+    host = split_host(text.removeprefix("."))
+    return dot + host[0] if host is not None and host[1] is None else None
+
+
+def _validate_origins(settings: Settings) -> None:
+    if settings.base_url and split_host(urlsplit(settings.base_url).netloc) is None:
+        raise ConfigError(
+            f"QUINELING_BASE_URL must name a host and optional port (got {settings.base_url!r})"
+        )
+    for entry in split_list(settings.allowed_hosts):
+        if host_pattern(entry) is None:
+            raise ConfigError(
+                "QUINELING_ALLOWED_HOSTS takes comma-separated host names or IP addresses without a port "
+                f"(IPv6 in brackets), '.example.com' for a domain and its subdomains, or '*' (got {entry!r})"
+            )
+    for entry in split_list(settings.cors_origins):
+        if entry != "*" and parse_origin(entry) is None:
+            raise ConfigError(
+                "QUINELING_CORS_ORIGINS takes comma-separated origins such as https://app.example.com or "
+                f"http://localhost:3000 (scheme, host, optional port; no path), or '*' (got {entry!r})"
+            )
 
 
 def gunicorn_options(settings: Settings) -> dict[str, Any]:

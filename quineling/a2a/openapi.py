@@ -373,8 +373,27 @@ def failures_of(op: Operation, facts: Facts) -> list[Failure]:
         Failure(
             415,
             ContentTypeNotSupportedError,
-            "the request has a body whose Content-Type is not `application/json` or `application/a2a+json`",
+            "the request has a body whose Content-Type is not `application/json` or `application/a2a+json`, "
+            "or a POST or DELETE carries neither a JSON Content-Type nor the `A2A-Version` header (the query "
+            "parameter does not count: a cross-site form can send it)",
             "Content-Type text/plain is not supported",
+        ),
+        # The cross-site defences in front of every route (quineling/a2a/origin_guard.py).
+        Failure(
+            403,
+            InvalidRequestError,
+            "a browser sent an `Origin` that is neither this agent's own nor listed in `QUINELING_CORS_ORIGINS`",
+            "Origin 'https://elsewhere.example' may not call this agent: a web page of another origin needs "
+            "to be listed in QUINELING_CORS_ORIGINS",
+        ),
+        Failure(
+            421,
+            InvalidRequestError,
+            "the `Host` header names a host this agent does not serve: not the advertised one, the "
+            "listener's, a loopback name or one in `QUINELING_ALLOWED_HOSTS` (a DNS-rebinding defence)",
+            "Host 'elsewhere.example' is not served here: this agent answers to its advertised host "
+            "(QUINELING_BASE_URL), its listener address and loopback names; add other names to "
+            "QUINELING_ALLOWED_HOSTS",
         ),
     ]
     if op.reads_body:

@@ -239,6 +239,9 @@ def test_real_error_bodies_validate_against_the_declared_schemas(client: Any) ->
         (small, "get", "/tasks", {"data": "x" * 300, "content_type": "application/json"}, 413, "INVALID_REQUEST"),
         (client, "post", "/message:send", {"data": "hi", "content_type": "text/plain"}, 415, "CONTENT_TYPE_NOT_SUPPORTED"),
         (client, "post", "/tasks/t:cancel", {"data": "hi", "content_type": "text/plain"}, 415, "CONTENT_TYPE_NOT_SUPPORTED"),
+        (client, "post", "/tasks/t:cancel?A2A-Version=1.0", {"headers": {}}, 415, "CONTENT_TYPE_NOT_SUPPORTED"),
+        (client, "get", "/tasks", {"headers": {"Origin": "https://elsewhere.example", **V1}}, 403, "INVALID_REQUEST"),
+        (client, "post", "/message:send", {"json": message, "headers": {"Host": "elsewhere.example", **V1}}, 421, "INVALID_REQUEST"),
     ]  # fmt: skip
     seen: set[tuple[str, str]] = set()
     for who, method, path, kwargs, status, reason in cases:
