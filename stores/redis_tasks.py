@@ -64,6 +64,7 @@ class RedisTaskStore(TaskStore):
         describe: TaskDescriber,
         clock: Callable[[], float] | None,
         events: EventLogSettings,
+        max_block_seconds: float = 15.0,
     ) -> None:
         self.limits = limits
         self.describe = describe
@@ -72,10 +73,20 @@ class RedisTaskStore(TaskStore):
         self._location = location
         self._events = events
         self._clock = clock or time.time
-        self._load = self._conn.script(_PRELUDE, "task_load")
-        self._save = self._conn.script(_PRELUDE, "task_write", "task_save")
-        self._commit_task = self._conn.script(_PRELUDE, "task_write", "changes", "commit_task")
-        self._list = self._conn.script(_PRELUDE, "task_list")
+        self._max_block = max_block_seconds
+        # A load or a listing may be sent twice: besides reading, each only drops paused tasks that expired
+        # by the cutoff it was given and creates the cursor identity if missing, and a second run with the
+        # same arguments finds nothing more to do.
+        self._load = self._conn.script(_PRELUDE, "task_load", repeatable=True)
+        self._list = self._conn.script(_PRELUDE, "task_list", repeatable=True)
+        # Saves are never repeated. A save whose reply was lost may have been applied: a repeat of an
+        # unconditional save would append its events twice, a conditional one would fail as a conflict
+        # with itself (reported as a concurrent change), and one that commits a change set could apply
+        # its quota deltas twice.
+        self._save = self._conn.script(_PRELUDE, "task_write", "task_save", repeatable=False)
+        self._commit_task = self._conn.script(
+            _PRELUDE, "task_write", "changes", "commit_task", repeatable=False
+        )
 
     @property
     def location(self) -> object:
@@ -172,14 +183,17 @@ class RedisTaskStore(TaskStore):
         plan = select_page(rows, scope, query, signer)
         if not plan.task_ids:
             return TaskPage([], plan.next_page_token, plan.total_size)
-        # Live listing: a task evicted between the two round trips is simply left out.
-        bodies = self._conn.command("hmget", task_keys[0], plan.task_ids)
+        # Live listing: a task evicted between the two round trips is simply left out. A read: repeatable.
+        bodies = self._conn.command("hmget", task_keys[0], plan.task_ids, repeatable=True)
         return TaskPage([decode(b) for b in bodies if b is not None], plan.next_page_token, plan.total_size)
 
     def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> TaskEvents:
         stream = keys.task_events(self._prefix, scope, task_id)
-        options = {"block": max(1, int(timeout * 1000))} if timeout > 0 else {}
-        reply = self._conn.command("xread", {stream: after or "0-0"}, **options)
+        if timeout > 0:  # blocks on the server: the blocking pool's read timeout outlasts the block
+            block = max(1, int(min(timeout, self._max_block) * 1000))
+            reply = self._conn.blocking_command("xread", {stream: after or "0-0"}, block=block)
+        else:
+            reply = self._conn.command("xread", {stream: after or "0-0"}, repeatable=True)  # a read
         if isinstance(reply, dict):  # RESP3 answers with a mapping
             reply = list(reply.items())
         events: list[TaskEvent] = []
@@ -190,5 +204,5 @@ class RedisTaskStore(TaskStore):
 
     def last_event_id(self, scope: str, task_id: str) -> str | None:
         stream = keys.task_events(self._prefix, scope, task_id)
-        newest = self._conn.command("xrevrange", stream, "+", "-", count=1)
+        newest = self._conn.command("xrevrange", stream, "+", "-", count=1, repeatable=True)  # a read
         return text(newest[0][0]) if newest else None
