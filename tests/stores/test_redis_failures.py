@@ -1,19 +1,28 @@
 """The Redis backend under failure: which driver errors are outages, which calls are repeated once after a
-connection error, and server states that refuse writes."""
+connection error, server states that refuse writes, and ListTasks pages that stay newest first while their
+tasks change between the listing's two reads."""
 
 from __future__ import annotations
 
+import random
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import redis
 from redis import exceptions as rex
 
+import stores.redis_tasks as redis_tasks
 from quineling.a2a.task_facts import describe_task
-from stores import ChangeSet, RedisBackend, StoreError, StoreUnavailable, TaskQuery
+from stores import ChangeSet, RedisBackend, StoreError, StoreUnavailable, TaskLimits, TaskQuery, TaskStore
+from stores.listing import parse_instant
 from stores.redis_connection import Connection
+from tests.conftest import REDIS_URL, BackendMaker, needs_redis
+from tests.support.redis_keys import delete_under
 from tests.support.redis_server import needs_redis_server, private_redis
 
 from .test_task_store import INPUT, task
@@ -202,3 +211,135 @@ def test_a_flushed_script_cache_is_reloaded(private: Any) -> None:
     admin.script_flush()
     store.save("s", task("t", INPUT, ts="2026-01-02T00:00:00Z"))
     assert store.load("s", "t")["status"]["timestamp"] == "2026-01-02T00:00:00Z"  # type: ignore[index]
+
+
+# --- ListTasks: one consistent page although it is read in two steps -------------------------------------
+
+
+@pytest.fixture(params=["fakeredis", pytest.param("redis", marks=[pytest.mark.redis, needs_redis])])
+def redis_store(request: pytest.FixtureRequest) -> Iterator[TaskStore]:
+    maker = BackendMaker(request.param)
+    yield maker().task_store(TaskLimits(max_tasks=500), describe=describe_task)
+    maker.cleanup()
+
+
+def between_the_reads(monkeypatch: pytest.MonkeyPatch, action: Callable[[], None]) -> None:
+    """Run ``action`` right after the page is selected from the index and before its bodies are read."""
+    select = redis_tasks.select_page
+
+    def select_then_act(*args: Any) -> Any:
+        plan = select(*args)
+        action()
+        return plan
+
+    monkeypatch.setattr(redis_tasks, "select_page", select_then_act)
+
+
+def stamps(page: Any) -> list[str]:
+    return [t["status"]["timestamp"] for t in page.tasks]
+
+
+def test_a_task_updated_between_the_reads_is_placed_by_its_new_timestamp(
+    redis_store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(5):
+        redis_store.save("s", task(f"t{i}", INPUT, ts=f"2026-01-01T00:00:0{i}Z"))  # t4 newest
+    # The page is selected as t4 t3 t2; then t2 becomes the newest task.
+    between_the_reads(
+        monkeypatch, lambda: redis_store.save("s", task("t2", INPUT, ts="2026-01-01T00:00:09Z"))
+    )
+    page = redis_store.list("s", TaskQuery(page_size=3))
+    assert [t["id"] for t in page.tasks] == ["t2", "t4", "t3"]
+    assert stamps(page) == sorted(stamps(page), reverse=True)
+    monkeypatch.undo()
+    rest = redis_store.list("s", TaskQuery(page_size=3, page_token=page.next_page_token))
+    assert [t["id"] for t in rest.tasks] == ["t1", "t0"]
+
+
+def test_a_task_moved_off_a_later_page_is_left_to_the_page_it_now_belongs_to(
+    redis_store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(6):
+        redis_store.save("s", task(f"t{i}", INPUT, ts=f"2026-01-01T00:00:0{i}Z"))
+    first = redis_store.list("s", TaskQuery(page_size=2))
+    assert [t["id"] for t in first.tasks] == ["t5", "t4"]
+    # The second page is selected as t3 t2; t2 then becomes the newest task, before the first page.
+    between_the_reads(
+        monkeypatch, lambda: redis_store.save("s", task("t2", INPUT, ts="2026-01-01T00:00:09Z"))
+    )
+    second = redis_store.list("s", TaskQuery(page_size=2, page_token=first.next_page_token))
+    assert [t["id"] for t in second.tasks] == ["t3"]
+    monkeypatch.undo()
+    third = redis_store.list("s", TaskQuery(page_size=2, page_token=second.next_page_token))
+    assert [t["id"] for t in third.tasks] == ["t1", "t0"]  # the continuation is unchanged
+
+
+def test_a_task_that_stops_matching_between_the_reads_is_left_out(
+    redis_store: TaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(4):
+        redis_store.save("s", task(f"t{i}", INPUT, ts=f"2026-01-01T00:00:0{i}Z"))
+
+    def change() -> None:
+        redis_store.save("s", task("t3", "TASK_STATE_CANCELED", ts="2026-01-01T00:00:03Z"))
+
+    between_the_reads(monkeypatch, change)
+    page = redis_store.list("s", TaskQuery(status=INPUT))
+    assert [t["id"] for t in page.tasks] == ["t2", "t1", "t0"]
+    assert page.total_size == 4  # counted when the page was selected
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+@needs_redis
+def test_pages_stay_newest_first_under_concurrent_updates() -> None:
+    """Three updaters keep moving random tasks to the top while three listers page through the scope for
+    4 seconds: every page is newest first by the timestamps it returns."""
+    prefix = f"qt-order-{uuid.uuid4().hex[:10]}"
+    backend = RedisBackend(REDIS_URL, prefix=prefix)
+    store = backend.task_store(TaskLimits(max_tasks=500), describe=describe_task)
+    ids = [f"t{i:02d}" for i in range(40)]
+
+    def save(task_id: str) -> None:
+        now = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        store.save("s", task(task_id, INPUT, ts=now))
+
+    for task_id in ids:
+        save(task_id)
+    stop = time.monotonic() + 4
+    pages: list[list[datetime]] = []
+    updates = [0]
+    lock = threading.Lock()
+
+    def updater() -> None:
+        rng = random.Random()
+        while time.monotonic() < stop:
+            save(rng.choice(ids))
+            with lock:
+                updates[0] += 1
+
+    def lister() -> None:
+        while time.monotonic() < stop:
+            token = ""
+            while True:
+                page = store.list("s", TaskQuery(page_size=10, page_token=token))
+                times = [parse_instant(t["status"]["timestamp"]) for t in page.tasks]
+                with lock:
+                    pages.append(times)  # type: ignore[arg-type]
+                token = page.next_page_token
+                if not token:
+                    break
+
+    threads = [threading.Thread(target=updater) for _ in range(3)]
+    threads += [threading.Thread(target=lister) for _ in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        disordered = [times for times in pages if times != sorted(times, reverse=True)]
+        assert len(pages) > 100 and updates[0] > 100, (len(pages), updates[0])
+        assert disordered == [], f"{len(disordered)} of {len(pages)} pages out of order"
+    finally:
+        backend.close()
+        delete_under(REDIS_URL, prefix)
