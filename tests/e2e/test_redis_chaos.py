@@ -24,10 +24,10 @@ import requests
 
 from tests.support.bindings import V1
 from tests.support.live import LiveServer, live_server
-from tests.support.redis_server import PrivateRedis, needs_redis_server, private_redis
+from tests.support.redis_server import REDIS_SERVER_MARKS, PrivateRedis, private_redis
 from tests.support.sse import parse_sse
 
-pytestmark = [pytest.mark.slow, needs_redis_server]
+pytestmark = [pytest.mark.slow, *REDIS_SERVER_MARKS]
 
 CLIENTS = 6
 LOAD_SECONDS = 11.0

@@ -18,16 +18,31 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import redis
 
 from tests.support.live import free_port
 
+_T = TypeVar("_T")
+
 REDIS_SERVER = shutil.which("redis-server")
-needs_redis_server = pytest.mark.skipif(
-    REDIS_SERVER is None, reason="needs the redis-server binary to start a private server"
-)
+# Marked `redis` too, so a CI run that requires the real-Redis suites (QUINELING_REQUIRE_REDIS) fails when
+# the binary is missing instead of skipping these quietly.
+REDIS_SERVER_MARKS = [
+    pytest.mark.redis,
+    pytest.mark.skipif(
+        REDIS_SERVER is None, reason="needs the redis-server binary to start a private server"
+    ),
+]
+
+
+def needs_redis_server(test: _T) -> _T:
+    """Decorator: the test starts a private ``redis-server`` (see :data:`REDIS_SERVER_MARKS`)."""
+    for mark in REDIS_SERVER_MARKS:
+        test = mark(test)
+    return test
 
 
 class PrivateRedis:
