@@ -1,8 +1,8 @@
 """Redis killed, paused and restarted under a mixed load on a real server (2 gunicorn workers).
 
-Six clients send, get, list, cancel and subscribe over both bindings while a private Redis (append-only file,
-fsync on every write, so an acknowledged write survives a kill) is killed and restarted, stopped with SIGSTOP
-for two seconds, and killed and restarted again. Every answer must be a success or the retryable storage
+Six clients send, get, list, cancel and subscribe over both bindings for 9.5 s while a private Redis
+(append-only file, fsync on every write, so an acknowledged write survives a kill) is killed and restarted,
+stopped with SIGSTOP for two seconds, and killed and restarted again. Every answer must be a success or the retryable storage
 error — HTTP 503 with ``Retry-After``, JSON-RPC -32603 with ``metadata.retryable`` (a stream: its final
 ``event: error``) — never another 5xx or an unmarked -32603. Afterwards every acknowledged task must be
 readable in the state it was acknowledged in (or, after an unacknowledged cancel, canceled), and the first
@@ -30,7 +30,7 @@ from tests.support.sse import parse_sse
 pytestmark = [pytest.mark.slow, *REDIS_SERVER_MARKS]
 
 CLIENTS = 6
-LOAD_SECONDS = 11.0
+LOAD_SECONDS = 9.5
 TIMEOUT = 10  # per HTTP request: a stalled Redis must be answered within its 1 s deadline, never this
 WAITING, DONE = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"
 CANCELED = "TASK_STATE_CANCELED"
@@ -223,28 +223,32 @@ class Client:
 
 
 def chaos(redis_server: PrivateRedis, start: float, log: list[str]) -> None:
-    """kill + restart at 2 s, SIGSTOP for 2 s at about 5 s, kill + restart at about 8.5 s."""
+    """kill + restart at 1.5 s, SIGSTOP for 2 s at 4 s, kill + restart at 7 s; then 2 s of load on the
+    recovered server."""
 
     def at(offset: float) -> None:
         time.sleep(max(0.0, start + offset - time.monotonic()))
 
-    at(2.0)
+    def note(what: str) -> None:
+        log.append(f"{time.monotonic() - start:.1f}s {what}")
+
+    at(1.5)
     redis_server.kill()
-    log.append(f"{time.monotonic() - start:.1f}s killed")
+    note("killed")
     time.sleep(1.0)
     redis_server.start()
-    log.append(f"{time.monotonic() - start:.1f}s restarted")
-    at(5.0)
+    note("restarted")
+    at(4.0)
     with redis_server.paused():
-        log.append(f"{time.monotonic() - start:.1f}s paused")
+        note("paused")
         time.sleep(2.0)
-    log.append(f"{time.monotonic() - start:.1f}s resumed")
-    at(8.5)
+    note("resumed")
+    at(7.0)
     redis_server.kill()
-    log.append(f"{time.monotonic() - start:.1f}s killed")
+    note("killed")
     time.sleep(0.5)
     redis_server.start()
-    log.append(f"{time.monotonic() - start:.1f}s restarted")
+    note("restarted")
 
 
 def test_kill_pause_and_restart_under_mixed_load() -> None:
@@ -294,4 +298,8 @@ def test_kill_pause_and_restart_under_mixed_load() -> None:
         assert wrong == {}, (
             f"{len(wrong)} of {len(ledger.acked)} acknowledged tasks: {list(wrong.items())[:5]}"
         )
+        print(f"{len(ledger.acked)} acknowledged tasks checked at {time.monotonic() - started:.1f}s")
+        # An outage is one warning line per request, never a traceback (those are for real failures).
+        log_text = server.log_text()
+        assert "store unavailable" in log_text and "Traceback" not in log_text, log_text[-3000:]
     assert time.monotonic() - started < 45
