@@ -123,3 +123,25 @@ def test_an_outage_mid_stream_ends_it_with_the_retryable_error(binding: str, cap
         assert error["error"]["code"] == 503 and error["error"]["details"][0]["metadata"] == RETRYABLE
     assert any("store unavailable" in r.getMessage() for r in caplog.records)
     assert not any(record.exc_info for record in caplog.records)
+
+
+def test_which_store_failures_are_outages(caplog) -> None:  # type: ignore[no-untyped-def]
+    """Passing conditions (unreachable, no task left to evict) are the retryable 503; a task over the size
+    limit or any other store failure stays a 500, and only those are logged with a traceback."""
+    from quineling.a2a.errors import InternalError, UnavailableError, store_failure
+    from stores.errors import StoreError, StoreUnavailable, TaskStoreFull, TaskTooLarge
+
+    with caplog.at_level(logging.WARNING):
+        for passing in (StoreUnavailable("down"), TaskStoreFull("full")):
+            error = store_failure(passing)
+            assert isinstance(error, UnavailableError) and error.status_code == 503
+            assert error.metadata == RETRYABLE and error.retry_after == 1
+        assert not any(record.exc_info for record in caplog.records)
+        for failing in (TaskTooLarge("big"), StoreError("bug")):
+            error = store_failure(failing)
+            assert (
+                type(error) is InternalError
+                and error.status_code == 500
+                and "retryable" not in error.metadata
+            )
+    assert [bool(r.exc_info) for r in caplog.records if r.levelname == "ERROR"] == [True]
