@@ -65,7 +65,9 @@ def create_app(
     if (runtime is None) != (task_store is None):
         raise ValueError("create_app takes a runtime and a task store together, or neither")
     if runtime is None or task_store is None:
-        backend = backend_from_url(settings.store_url, prefix=settings.store_prefix)
+        backend = backend_from_url(
+            settings.store_url, prefix=settings.store_prefix, **_store_options(settings)
+        )
         task_store = backend.task_store(_task_limits(settings), describe=describe_task)
         runtime = _runtime(settings, backend)
     state_store = getattr(runtime, "store", None)
@@ -123,6 +125,16 @@ def _register_routing_errors(app: Flask) -> None:
         return exc
 
     app.register_error_handler(HTTPException, handle)
+
+
+def _store_options(settings: Settings) -> dict[str, Any]:
+    """The network store's deadlines (the in-process store ignores them). A blocking event read lasts at most
+    one keep-alive period (``quineling.a2a.subscription.follow``), so that is the longest it may block."""
+    return {
+        "socket_connect_timeout": settings.redis_connect_timeout_seconds,
+        "socket_timeout": settings.redis_timeout_seconds,
+        "max_block_seconds": settings.keepalive_seconds,
+    }
 
 
 def _task_limits(settings: Settings) -> TaskLimits:

@@ -4,6 +4,7 @@ start-up so a bad value fails with a message naming the variable."""
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -28,6 +29,10 @@ class Settings:
     store_prefix: str = "q"  # namespaces every Redis key, so deployments or test runs can share a server
     # Documents each worker keeps from a network store (see stores/cache.py); 0 turns the cache off.
     read_cache_entries: int = 4096
+    # Redis deadlines: to connect, and for each reply (a blocking event read gets the keep-alive period on
+    # top; stores/redis.py). A stalled server fails a request after this long instead of holding it.
+    redis_connect_timeout_seconds: float = 2.0
+    redis_timeout_seconds: float = 5.0
     # Tenants served besides the default (empty) one: comma-separated names, or "*" for any. Task capacity
     # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
     tenants: str = ""
@@ -63,7 +68,9 @@ _TRUE = {"1", "true", "on", "yes"}
 _POSITIVE = {
     "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
+    "redis_connect_timeout_seconds", "redis_timeout_seconds",
 }  # fmt: skip
+MAX_REDIS_TIMEOUT = 3600.0
 
 
 def _convert(name: str, kind: Any, raw: Any) -> Any:
@@ -85,6 +92,8 @@ def _convert(name: str, kind: Any, raw: Any) -> Any:
             value = float(raw)
         except (TypeError, ValueError):
             raise ConfigError(f"{label} must be a number (got {raw!r})") from None
+        if not math.isfinite(value):  # no duration or size is infinite (nor NaN)
+            raise ConfigError(f"{label} must be a finite number (got {raw!r})")
     else:
         value = str(raw).strip()
     if name in _POSITIVE and not value > 0:
@@ -123,6 +132,12 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"QUINELING_READ_CACHE_ENTRIES must be 0 (off) or positive (got {settings.read_cache_entries})"
         )
+    for name in ("redis_connect_timeout_seconds", "redis_timeout_seconds"):
+        if getattr(settings, name) > MAX_REDIS_TIMEOUT:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be at most {MAX_REDIS_TIMEOUT:g} seconds "
+                f"(got {getattr(settings, name)})"
+            )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
     _validate_origins(settings)

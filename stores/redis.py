@@ -16,13 +16,23 @@ from stores.redis_connection import Connection
 from stores.redis_state import RedisStateStore
 from stores.redis_tasks import EventLogSettings, RedisTaskStore
 
+# The client's deadlines when none are given (QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS and
+# QUINELING_REDIS_TIMEOUT_SECONDS default to the same): redis-py's own defaults change between releases.
+DEFAULT_CONNECT_TIMEOUT = 2.0
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_MAX_BLOCK = 15.0  # the longest a blocking event read waits on the server (the keep-alive period)
+
 
 class RedisBackend(Backend):
     """Both stores in one Redis; pass ``client=`` to inject one (tests use ``fakeredis.FakeRedis()``).
 
-    ``prefix`` namespaces every key, so several deployments (or test runs) can share one server. Blocking
-    event reads hold one pooled connection for up to their timeout, so a ``socket_timeout`` client option
-    must exceed the longest ``read_events`` timeout.
+    ``prefix`` namespaces every key, so several deployments (or test runs) can share one server.
+
+    Every call has a deadline: ``socket_connect_timeout`` to connect, ``socket_timeout`` for each reply. A
+    blocking event read (``XREAD BLOCK``) waits up to ``max_block_seconds`` for its reply by design, so it runs
+    on a second pool whose read timeout is ``max_block_seconds + socket_timeout``; ``read_events`` never
+    blocks longer than ``max_block_seconds``. One pool with the longer timeout would let every ordinary call
+    hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
     """
 
     scheme = ("redis", "rediss", "unix")
@@ -35,15 +45,30 @@ class RedisBackend(Backend):
         prefix: str = "q",
         events_maxlen: int = 1000,
         events_ttl_seconds: float = 24 * 3600,
+        socket_connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        socket_timeout: float = DEFAULT_TIMEOUT,
+        max_block_seconds: float = DEFAULT_MAX_BLOCK,
         **client_options: Any,
     ) -> None:
+        for name, value in (
+            ("socket_connect_timeout", socket_connect_timeout),
+            ("socket_timeout", socket_timeout),
+            ("max_block_seconds", max_block_seconds),
+        ):
+            if not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        blocking = None
         if client is None:
-            client = redis.Redis.from_url(url, **client_options)
+            # retry=None: redis-py repeats no call by itself (Connection decides what may be repeated).
+            options = {"socket_connect_timeout": socket_connect_timeout, "retry": None, **client_options}
+            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
+            blocking = redis.Redis.from_url(url, socket_timeout=max_block_seconds + socket_timeout, **options)
         self.url = url
         self.prefix = prefix
         self.events_maxlen = events_maxlen
         self.events_ttl_seconds = events_ttl_seconds
-        self.connection = Connection(client)
+        self.max_block_seconds = max_block_seconds
+        self.connection = Connection(client, blocking)
         self._state = RedisStateStore(self.connection, prefix)
 
     def state_store(self) -> RedisStateStore:
@@ -65,10 +90,11 @@ class RedisBackend(Backend):
             describe,
             clock,
             events,
+            self.max_block_seconds,
         )
 
     def ping(self) -> None:
-        self.connection.command("ping")
+        self.connection.command("ping", repeatable=True)  # a read
 
     def round_trips(self) -> int:
         return self.connection.round_trips

@@ -20,7 +20,9 @@ class RedisStateStore(StateStore):
         self._conn = conn
         self._prefix = prefix
         self._location = (conn, prefix)  # two stores over one connection and prefix commit together
-        self._commit = conn.script("changes", "commit")
+        # Never repeated: a commit whose reply was lost may have been applied, and a repeat could apply its
+        # quota deltas twice (or fail as a conflict with itself).
+        self._commit = conn.script("changes", "commit", repeatable=False)
 
     def read(self, scope: str, keys_: Iterable[Key]) -> dict[Key, Versioned]:
         wanted = list(dict.fromkeys(keys_))
@@ -32,7 +34,8 @@ class RedisStateStore(StateStore):
             pipe.hmget(keys.documents(self._prefix, scope), fields)
             pipe.hmget(keys.versions(self._prefix, scope), fields)
 
-        values, versions = self._conn.pipeline(fill)  # MULTI/EXEC: one consistent snapshot
+        # MULTI/EXEC: one consistent snapshot; a read, so safe to repeat.
+        values, versions = self._conn.pipeline(fill, repeatable=True)
         return {
             key: Versioned(
                 None if value is None else decode(value), int(version or 0) if value is not None else 0
@@ -44,7 +47,7 @@ class RedisStateStore(StateStore):
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return {}
-        values = self._conn.command("hmget", keys.counters(self._prefix, scope), wanted)
+        values = self._conn.command("hmget", keys.counters(self._prefix, scope), wanted, repeatable=True)
         return {name: int(value or 0) for name, value in zip(wanted, values, strict=True)}
 
     @property

@@ -43,6 +43,7 @@ from quineling.a2a.errors import (
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnavailableError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
@@ -87,7 +88,7 @@ class Operation:
     body: JSON | None = None  # the example request body
     body_required: bool = True
     query: Mapping[str, Any] = field(default_factory=dict)  # example query values
-    stores: bool = True  # reads or writes task storage, so a storage failure is a 500
+    stores: bool = True  # reads or writes task storage, so a storage failure is a 500 or an outage a 503
     capability: str | None = None  # the card capability without which it never succeeds
     stream: bool = False
 
@@ -407,15 +408,21 @@ def failures_of(op: Operation, facts: Facts) -> list[Failure]:
             ),
         ]
     if op.stores:
-        found.append(
+        found += [
             Failure(
                 500,
                 InternalError,
-                "task storage failed, is full or unreachable, or the task kept changing under concurrent "
-                "requests; the message says what happened and `metadata.retryable` whether to retry",
-                "Storage is unavailable; retry later",
-            )
-        )
+                "task storage failed, or the task kept changing under concurrent requests; the message says "
+                "what happened and `metadata.retryable` whether to retry",
+                "Storage failed; retry later",
+            ),
+            Failure(
+                503,
+                UnavailableError,
+                "task storage is unreachable, stalled or restarting, or full of tasks that cannot be evicted: "
+                "always `metadata.retryable`; send the request again after `Retry-After` seconds",
+            ),
+        ]
     for own in op.failures:
         # An operation's own case of a common failure extends it (and gives the better example message).
         same = next((f for f in found if (f.status, f.error) == (own.status, own.error)), None)
@@ -503,7 +510,7 @@ def error_response(status: int, failures: list[Failure]) -> JSON:
     }
     # The operation's own failure makes the most telling example; the common ones come first in the list.
     example = failures[-1].example()
-    return {
+    response: JSON = {
         "description": "\n".join(f"- `{f.error.reason}`: {f.when}" for f in failures),
         "content": {
             "application/json": {
@@ -512,6 +519,16 @@ def error_response(status: int, failures: list[Failure]) -> JSON:
             }
         },
     }
+    retry_after = {f.error.retry_after for f in failures if f.error.retry_after is not None}
+    if retry_after:
+        response["headers"] = {
+            "Retry-After": {
+                "description": "Seconds to wait before sending the request again.",
+                "required": True,
+                "schema": {"type": "integer", "minimum": 0, "example": min(retry_after)},
+            }
+        }
+    return response
 
 
 # --- the apispec plugin --------------------------------------------------------------------------------

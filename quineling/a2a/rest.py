@@ -120,7 +120,10 @@ def render(value: Any, status: int = 200) -> Response:
 
 
 def render_error(error: A2AError) -> Response:
-    return Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
+    response = Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
+    if error.retry_after is not None:  # a transient failure (503): when to try again
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
 
 
 @blp.errorhandler(Exception)

@@ -44,6 +44,12 @@ def test_environment_and_mapping() -> None:
         ({"QUINELING_BASE_URL": "localhost:8049"}, "QUINELING_BASE_URL"),
         ({"QUINELING_STORE_URL": "redis"}, "QUINELING_STORE_URL"),
         ({"QUINELING_READ_CACHE_ENTRIES": "-1"}, "QUINELING_READ_CACHE_ENTRIES"),
+        ({"QUINELING_REDIS_TIMEOUT_SECONDS": "0"}, "QUINELING_REDIS_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_TIMEOUT_SECONDS": "inf"}, "QUINELING_REDIS_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_TIMEOUT_SECONDS": "3601"}, "QUINELING_REDIS_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS": "-1"}, "QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS": "nan"}, "QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS"),
+        ({"QUINELING_KEEPALIVE_SECONDS": "inf"}, "QUINELING_KEEPALIVE_SECONDS"),
     ],
 )
 def test_invalid_settings_name_the_variable(env: dict[str, str], needle: str) -> None:
@@ -66,6 +72,25 @@ def test_the_read_cache_fronts_network_stores_only(store_url: str, entries: int,
         assert store.max_entries == entries and store.kinds == {"artifact", "record"}
     # The task still commits with the runtime's changes: the cache stands for the backend's state store.
     assert app.extensions["quineling"].extras["task_store"].joins(store)
+
+
+def test_the_redis_deadlines_reach_the_client() -> None:
+    """Both deadlines are set on every connection, and a stream's blocking read may wait one keep-alive
+    period longer than any other reply."""
+    from quineling.app import create_app
+
+    config = {
+        "store_url": "redis://127.0.0.1:1/0",  # never contacted: clients connect lazily
+        "redis_connect_timeout_seconds": 0.75,
+        "redis_timeout_seconds": 3,
+        "keepalive_seconds": 20,
+    }
+    backend = create_app(config=config).extensions["quineling"].extras["backend"]
+    ordinary = backend.connection.shared.connection_pool.connection_kwargs
+    blocking = backend.connection.blocking.connection_pool.connection_kwargs
+    assert (ordinary["socket_connect_timeout"], ordinary["socket_timeout"]) == (0.75, 3)
+    assert (blocking["socket_connect_timeout"], blocking["socket_timeout"]) == (0.75, 23)
+    assert backend.max_block_seconds == 20
 
 
 def _gunicorn_conf(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

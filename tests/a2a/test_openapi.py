@@ -251,12 +251,12 @@ def test_real_error_bodies_validate_against_the_declared_schemas(client: Any) ->
         assert response.get_json()["error"]["details"][0]["reason"] == reason, (method, path)
         template = check_documented(doc, method, BASE + path.split("?")[0], response)
         seen.add((method, template))
-    # Every error status the document declares is sent by at least one of these requests (500: below).
+    # Every error status the document declares is sent by at least one of these requests (500, 503: below).
     declared = {s for _, _, op in operations(doc) for s in op["responses"] if not s.startswith("2")}
-    assert declared - {"500"} <= {str(c[4]) for c in cases}
+    assert declared - {"500", "503"} <= {str(c[4]) for c in cases}
 
 
-def test_storage_outage_answers_the_documented_500() -> None:
+def test_storage_outage_answers_the_documented_503() -> None:
     server = fakeredis.FakeServer()
     backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(server=server), prefix="openapi")
     client = create_app(
@@ -275,11 +275,17 @@ def test_storage_outage_answers_the_documented_500() -> None:
         ("get", "/tasks/t:subscribe", {}),
     ]:
         response = client.open(BASE + path, method=method.upper(), headers=V1, **kwargs)
-        assert response.status_code == 500, (method, path)
-        assert response.get_json()["error"]["details"][0]["reason"] == "INTERNAL_ERROR"
+        assert response.status_code == 503, (method, path)
+        assert response.headers["Retry-After"] == "1", (method, path)
+        error = response.get_json()["error"]
+        assert error["status"] == "UNAVAILABLE" and error["details"][0]["reason"] == "INTERNAL_ERROR"
+        assert error["details"][0]["metadata"]["retryable"] == "true"
+        _, operation = operation_for(doc, method, BASE + path)
+        assert operation["responses"]["503"]["headers"]["Retry-After"]["required"] is True, (method, path)
         check_documented(doc, method, BASE + path, response)
-    # Operations that never touch storage do not claim a 500.
-    assert "500" not in doc["paths"][BASE + "/extendedAgentCard"]["get"]["responses"]
+    # Operations that never touch storage do not claim a 500 or a 503.
+    responses = doc["paths"][BASE + "/extendedAgentCard"]["get"]["responses"]
+    assert "500" not in responses and "503" not in responses
 
 
 def _example_request(
