@@ -245,6 +245,13 @@ def test_a_read_cache_never_serves_a_lapsed_document(backend: Backend, clock: Fa
     store.commit("s", ChangeSet(expect={A: 0}, put={A: {"v": "new"}}))
     again = cache.read("s", [A])[A]
     assert again.value == {"v": "new"} and again.version != hit.version
+    # What the cache writes itself after a lapse it remembers at the version the store really gave it.
+    cache.commit("s", ChangeSet(expect={B: 0}, put={B: {"b": 1}}))
+    remembered = cache.read("s", [B])[B]
+    assert not remembered.confirmed and remembered == Versioned(
+        {"b": 1}, store.read("s", [B])[B].version, False
+    )
+    assert remembered.version > 1  # above the lapsed document's version
 
 
 def test_a_lease_is_checked_when_it_is_made() -> None:
@@ -284,9 +291,8 @@ def fill(backend: Backend, clock: FakeClock, scope: str) -> Any:
     )
     tasks = backend.task_store(describe=describe_task, clock=clock)
     for n, user in enumerate(("alice", "bob")):
-        tasks.save(
-            f"{scope}/{user}", {"id": f"t{n}", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
-        )
+        body = {"id": f"t{n}", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+        tasks.save(f"{scope}/{user}", body, [{"event": n}])
     return store, tasks
 
 
@@ -310,7 +316,18 @@ def test_scopes_lists_every_scope_that_holds_something(backend: Backend, clock: 
     fill(backend, clock, "{odd}:scope%")
     tasks = backend.task_store(describe=describe_task)
     tasks.save("tasks-only/u", {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}})
-    assert backend.scopes() == sorted(["acme", "{odd}:scope%", "tasks-only"])
+    backend.state_store().commit("state-only", ChangeSet(expect={A: 0}, put={A: {}}))
+    assert backend.scopes() == sorted(["acme", "{odd}:scope%", "tasks-only", "state-only"])
+
+
+def test_a_scope_whose_entries_all_lapsed_leaves_the_registry(backend: Backend, clock: FakeClock) -> None:
+    store = backend.state_store(clock=clock)
+    insert(store, A, 10, clock)
+    assert backend.scopes() == ["s"] and not backend.usage("s", now=clock.now).is_empty
+    usage = backend.usage("s", now=clock.now + 10)
+    assert usage.is_empty and backend.scopes() == []
+    insert(store, B, 10, clock)  # a new commit registers it again
+    assert backend.scopes() == ["s"]
 
 
 def test_reset_drops_one_scope_whole_and_nothing_else(backend: Backend, clock: FakeClock) -> None:
@@ -321,7 +338,8 @@ def test_reset_drops_one_scope_whole_and_nothing_else(backend: Backend, clock: F
     assert present_in(store, "acme") == [False, False, False]
     assert store.counters("acme", ["slots", "receipts"]) == {"slots": 0, "receipts": 0}
     assert tasks.load("acme/alice", "t0") is None and tasks.load("acme/bob", "t1") is None
-    assert tasks.read_events("acme/alice", "t0", None, 0) == []
+    assert tasks.read_events("other/alice", "t0", None, 0) != []  # events were logged…
+    assert tasks.read_events("acme/alice", "t0", None, 0) == []  # …and went with their scope
     assert backend.usage("acme").is_empty and "acme" not in backend.scopes()
     assert present_in(store, "other") == [True, True, True]
     assert tasks.load("other/alice", "t0") is not None and backend.scopes() == ["other"]
