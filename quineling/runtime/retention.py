@@ -46,6 +46,8 @@ def holds(kind: str, value: JSON) -> dict[str, int]:
 def stage(view: StateView, env: Env) -> None:
     """Add this request's leases and extensions to ``view`` (called once, on the outcome to commit)."""
     retention = env.retention
+    if not (retention.record_ttl_seconds or retention.idle_ttl_seconds):
+        return  # everything is kept for good: no leases, nothing to extend
     now = env.now()
     idle = now + retention.idle_ttl_seconds if retention.idle_ttl_seconds else None
     staged = view.staged()
@@ -55,10 +57,11 @@ def stage(view: StateView, env: Env) -> None:
             view.lease(key, lease)
     if idle is None:
         return
-    for key in view.found():
+    found = view.found()
+    for key in found:
         if key[0] in IDLE_KINDS:
             view.extend(key, idle)
-    world = staged.get(WORLD) or (view.get(*WORLD) if WORLD in view.found() else None)
+    world = staged.get(WORLD) or (view.get(*WORLD) if WORLD in found else None)
     if world is not None:
         for resident in world["residents"]:
             view.extend((ARTIFACT, resident["artifactId"]), idle)
