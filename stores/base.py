@@ -104,7 +104,8 @@ class StateStore(ABC):
 
     @abstractmethod
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
-        """Current values of quota counters (0 when never touched). For reporting, not for decisions."""
+        """Current values of quota counters (0 when never touched). For reporting, not for decisions: what
+        lapsed documents held is given back by the next commit of the scope (or :meth:`Backend.usage`)."""
 
     def commit(
         self,
