@@ -23,7 +23,7 @@ from quineling.a2a.service import A2AService
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, load_settings
-from quineling.runtime.context import RuntimeLimits
+from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
 from stores import backend_from_url
@@ -68,7 +68,7 @@ def create_app(
         backend = backend_from_url(
             settings.store_url, prefix=settings.store_prefix, **_store_options(settings)
         )
-        task_store = backend.task_store(_task_limits(settings), describe=describe_task)
+        task_store = backend.task_store(task_limits(settings), describe=describe_task)
         runtime = _runtime(settings, backend)
     state_store = getattr(runtime, "store", None)
     if isinstance(state_store, StateStore) and not task_store.joins(state_store):
@@ -137,7 +137,7 @@ def _store_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _task_limits(settings: Settings) -> TaskLimits:
+def task_limits(settings: Settings) -> TaskLimits:
     return TaskLimits(
         max_tasks=settings.task_max,
         max_total_bytes=settings.task_max_bytes,
@@ -146,13 +146,20 @@ def _task_limits(settings: Settings) -> TaskLimits:
     )
 
 
+def runtime_env(settings: Settings) -> Env:
+    """The runtime's limits and retention, as configured (also what ``quineling store usage`` reports)."""
+    return Env(
+        limits=RuntimeLimits(max_artifacts=settings.max_artifacts, max_records=settings.max_records),
+        retention=Retention(settings.record_ttl_seconds, settings.runtime_idle_ttl_seconds),
+    )
+
+
 def _runtime(settings: Settings, backend: Backend) -> Runtime:
-    limits = RuntimeLimits(max_artifacts=settings.max_artifacts, max_records=settings.max_records)
     store: StateStore = backend.state_store()
     if settings.read_cache_entries and not backend.local:
         # A read from a network store is a round trip; in-process reads cost what a cache hit would.
         store = CachingStateStore(store, CACHEABLE_KINDS, max_entries=settings.read_cache_entries)
-    return Runtime(store=store, limits=limits)
+    return Runtime(store=store, env=runtime_env(settings))
 
 
 def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None) -> None:

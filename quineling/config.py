@@ -46,6 +46,9 @@ class Settings:
     task_ttl_seconds: float = 15 * 60
     max_artifacts: int = 128
     max_records: int = 256
+    # Runtime retention (docs/decisions-runtime.md, "Retention"); 0 keeps entries for good.
+    record_ttl_seconds: float = 15 * 60
+    runtime_idle_ttl_seconds: float = 24 * 3600
     workers: int = 1
     threads: int = 8
     card_max_age: int = 3600
@@ -137,6 +140,12 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(
                 f"{ENV_PREFIX}{name.upper()} must be at most {MAX_REDIS_TIMEOUT:g} seconds "
                 f"(got {getattr(settings, name)})"
+            )
+    for name in ("record_ttl_seconds", "runtime_idle_ttl_seconds"):
+        value = getattr(settings, name)
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be 0 (kept for good) or positive (got {value!r})"
             )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")

@@ -6,12 +6,15 @@ come from :mod:`stores.keys`; scripts from :mod:`stores.lua`; the client from :m
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
-from stores.base import Backend, TaskDescriber, TaskLimits, TaskStore
+from stores import keys
+from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
+from stores.redis_changes import frees_at, state_keys, text
 from stores.redis_connection import Connection
 from stores.redis_state import RedisStateStore
 from stores.redis_tasks import EventLogSettings, RedisTaskStore
@@ -70,9 +73,14 @@ class RedisBackend(Backend):
         self.max_block_seconds = max_block_seconds
         self.connection = Connection(client, blocking)
         self._state = RedisStateStore(self.connection, prefix)
+        # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
+        # nothing more. reset is not repeated: between a lost reply and a repeat, new writes could land and
+        # be dropped unasked; the operator sees the error and runs it again.
+        self._usage = self.connection.script("changes", "scope_report", "usage", repeatable=True)
+        self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=False)
 
-    def state_store(self) -> RedisStateStore:
-        return self._state
+    def state_store(self, clock: Callable[[], float] | None = None) -> RedisStateStore:
+        return self._state if clock is None else self._state.with_clock(clock)
 
     def task_store(
         self,
@@ -96,8 +104,43 @@ class RedisBackend(Backend):
     def ping(self) -> None:
         self.connection.command("ping", repeatable=True)  # a read
 
+    def scopes(self) -> list[str]:
+        """The registry's members (one SMEMBERS): every scope that committed since it last held nothing."""
+        return sorted(
+            text(member)
+            for member in self.connection.command("smembers", keys.registry(self.prefix), repeatable=True)
+        )
+
+    def usage(self, scope: str, now: float | None = None) -> ScopeUsage:
+        """One EVALSHA of ``lua/usage.lua``: drop what lapsed, then report."""
+        stats = keys.task_keys(self.prefix, scope)["stats"]
+        at = time.time() if now is None else now
+        return _usage(scope, self._usage([*state_keys(self.prefix, scope), stats], [repr(float(at)), scope]))
+
+    def reset(self, scope: str) -> ScopeUsage:
+        """One EVALSHA of ``lua/reset.lua``: the scope's documents and tasks go in one atomic step."""
+        task_keys = list(keys.task_keys(self.prefix, scope).values())
+        streams = keys.task_events_prefix(self.prefix, scope)
+        reply = self._reset(
+            [*state_keys(self.prefix, scope), *task_keys], [repr(time.time()), scope, streams]
+        )
+        return _usage(scope, reply)
+
     def round_trips(self) -> int:
         return self.connection.round_trips
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _usage(scope: str, reply: Any) -> ScopeUsage:
+    """A ``lua/scope_report.lua`` report."""
+    counters: dict[str, int] = {}
+    frees: dict[str, float] = {}
+    for i in range(4, len(reply), 3):
+        name = text(reply[i])
+        counters[name] = int(text(reply[i + 1]))
+        at = frees_at(reply[i + 2])
+        if at is not None:
+            frees[name] = at
+    return ScopeUsage(scope, counters, int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]), frees)

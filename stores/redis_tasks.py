@@ -31,11 +31,11 @@ from stores.base import (
     Versioned,
     task_partition,
 )
-from stores.changes import ChangeSet
+from stores.changes import ChangeSet, Key
 from stores.errors import StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.records import decode, encode, expected_version
-from stores.redis_changes import change_args, raise_state_refusal, state_keys, text
+from stores.redis_changes import change_args, raise_state_refusal, state_keys, text, written_versions
 from stores.redis_connection import Connection
 
 _PRELUDE = "expire_paused"
@@ -117,10 +117,13 @@ class RedisTaskStore(TaskStore):
         if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
             raise TaskTooLarge(f"task {task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}")
         stream = keys.task_events(self._prefix, scope, task_id)
-        reply = self._save([*self._keys(scope), stream], args)
+        registry = keys.registry(self._prefix)  # the partition joins the operators' registry of scopes
+        reply = self._save([*self._keys(scope), stream, registry], [task_partition(scope), *args])
         return self._saved(task_id, expect, reply)
 
-    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+    def save_with_changes(
+        self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
+    ) -> tuple[int, dict[Key, int]]:
         """One EVALSHA of ``lua/commit_task.lua``: the change set and the save, all or nothing.
 
         No early size refusal here: a state conflict or quota must be reported first (see
@@ -128,9 +131,9 @@ class RedisTaskStore(TaskStore):
         task_id, expect, args = self._write_args(write.scope, write.task, write.events, write.expect_version)
         stream = keys.task_events(self._prefix, write.scope, task_id)
         script_keys = [*self._keys(write.scope), stream, *state_keys(self._prefix, scope)]
-        reply = self._commit_task(script_keys, [*change_args(changes), *args])
+        reply = self._commit_task(script_keys, [*change_args(scope, changes, now), *args])
         raise_state_refusal(reply)
-        return self._saved(task_id, expect, reply)
+        return self._saved(task_id, expect, reply), written_versions(changes, reply[3:])
 
     def _write_args(
         self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
