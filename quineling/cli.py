@@ -1,5 +1,6 @@
-"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gthread workers) on
-127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the port."""
+"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gevent workers by default,
+``QUINELING_WORKER_CLASS``) on 127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the
+port."""
 
 from __future__ import annotations
 
