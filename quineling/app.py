@@ -19,6 +19,7 @@ from quineling.a2a.card import build_card
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.service import A2AService
+from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, load_settings
@@ -95,6 +96,7 @@ def create_app(
         request_limit_bytes=settings.request_limit_bytes,
         card_max_age=settings.card_max_age,
         tenants=_served_tenants(settings.tenants),
+        streams=StreamSlots(settings.stream_limit),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
     app.register_blueprint(discovery.blueprint)
