@@ -163,9 +163,14 @@ def get_task_latencies(port: int, task_id: str, count: int = 20) -> dict[str, An
 
 
 def blocked_clients(redis_url: str) -> int:
+    """Clients of ``redis_url``'s database blocked in XREAD (other databases' clients are not counted)."""
     import redis
 
-    return int(redis.Redis.from_url(redis_url).info("clients")["blocked_clients"])
+    client = redis.Redis.from_url(redis_url)
+    db = client.connection_pool.connection_kwargs.get("db", 0)
+    return sum(
+        1 for c in client.client_list() if int(c["db"]) == db and "b" in c["flags"] and c["cmd"] == "xread"
+    )
 
 
 def probe(store_url: str, workers: int, worker_class: str, streams: int = 200, slow: int = 50,
@@ -206,14 +211,16 @@ def probe(store_url: str, workers: int, worker_class: str, streams: int = 200, s
         out["RSS per open stream, KiB"] = round((rss2 - rss1) / max(1, len(opened)), 1)
         redis_url = store_url if store_url.startswith("redis") else None
         if redis_url and opened:
+            closed = min(close, len(opened))
             before = blocked_clients(redis_url)
-            for sock in opened[:close]:
+            out["XREADs blocked with the streams open"] = before
+            for sock in opened[:closed]:
                 sock.close()
             start = time.monotonic()
-            while blocked_clients(redis_url) > before - close and time.monotonic() - start < 20:
+            while blocked_clients(redis_url) > before - closed and time.monotonic() - start < 20:
                 time.sleep(0.02)
-            out[f"seconds until {close} closed streams' XREADs end"] = round(time.monotonic() - start, 2)
-            opened = opened[close:]
+            out[f"seconds until {closed} closed streams' XREADs end"] = round(time.monotonic() - start, 2)
+            opened = opened[closed:]
         if settings.get("max_streams") and opened and workers == 1:
             # At the cap: close some, then count how long until as many new streams are accepted.
             for sock in opened[:close]:

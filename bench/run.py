@@ -107,10 +107,15 @@ def gunicorn(app: str, store_url: str, workers: int, threads: int, worker_class:
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     try:
         wait_healthy(port)
+        MASTERS[port] = proc.pid
         yield port
     finally:
+        MASTERS.pop(port, None)
         proc.terminate()
         proc.wait(timeout=30)
+
+
+MASTERS: dict[int, int] = {}  # port -> gunicorn master pid, for the workers' CPU time
 
 
 def wait_healthy(port: int, timeout: float = 30) -> None:
@@ -176,14 +181,27 @@ def load(port: int, make_body: Callable[[int], bytes], concurrency: int, seconds
         finally:
             conn.close()
 
+    # The workers' CPU time over the measured window: unlike requests/s, it barely moves when other
+    # processes load the machine, so it compares worker classes fairly.
+    pids = probes.worker_pids(MASTERS[port]) if port in MASTERS else []
+    cpu: list[float] = []
+    sampler = threading.Timer(
+        measure_from - time.perf_counter(), lambda: cpu.append(probes.cpu_seconds(pids))
+    )
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+    sampler.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    sampler.join()
     if errors:
         raise RuntimeError(f"{len(errors)} load workers failed, first: {errors[0]!r}")
-    return summarize([x for xs in latencies for x in xs], time.perf_counter() - measure_from)
+    measured = [x for xs in latencies for x in xs]
+    out = summarize(measured, time.perf_counter() - measure_from)
+    if pids and cpu and measured:
+        out["cpu_ms_per_req"] = round((probes.cpu_seconds(pids) - cpu[0]) * 1000 / len(measured), 3)
+    return out
 
 
 def summarize(latencies: list[float], elapsed: float) -> dict[str, Any]:
