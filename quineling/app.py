@@ -20,6 +20,7 @@ from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
+from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, load_settings
@@ -98,6 +99,7 @@ def create_app(
         request_limit_bytes=settings.request_limit_bytes,
         card_max_age=settings.card_max_age,
         tenants=_served_tenants(settings.tenants),
+        streams=StreamSlots(settings.stream_limit),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
     # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,

@@ -1,6 +1,7 @@
-"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gthread workers) on
-127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the port. ``quineling store usage`` and
-``quineling store reset`` are for operators (:mod:`quineling.store_admin`)."""
+"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gevent workers by default,
+``QUINELING_WORKER_CLASS``) on 127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the
+port. ``quineling store usage`` and ``quineling store reset`` are for operators
+(:mod:`quineling.store_admin`)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ start-up so a bad value fails with a message naming the variable."""
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import math
 import os
@@ -49,8 +50,13 @@ class Settings:
     # Runtime retention (docs/decisions-runtime.md, "Retention"); 0 keeps entries for good.
     record_ttl_seconds: float = 15 * 60
     runtime_idle_ttl_seconds: float = 24 * 3600
+    # gevent: a connection or an open stream holds a greenlet, so many streams and slow clients cost little;
+    # gthread: each holds one of ``threads`` (docs/deployment.md, "Worker model").
+    worker_class: str = "gevent"
     workers: int = 1
-    threads: int = 8
+    threads: int = 8  # gthread only
+    worker_connections: int = 1000  # simultaneous connections per worker, streams included
+    max_streams: int = 0  # open subscriptions per worker; 0: automatic (see Settings.stream_limit)
     card_max_age: int = 3600
     subscribe_max_seconds: float = 3600.0
     keepalive_seconds: float = 15.0
@@ -62,6 +68,14 @@ class Settings:
     cors_origins: str = ""
 
     @property
+    def stream_limit(self) -> int:
+        """Subscriptions one worker holds at most; beyond it a new one gets 503 with ``Retry-After``. Automatic:
+        half the connections (gevent) or half the threads (gthread), so other requests always find room."""
+        if self.max_streams:
+            return self.max_streams
+        return max(1, (self.threads if self.worker_class == "gthread" else self.worker_connections) // 2)
+
+    @property
     def advertised_url(self) -> str:
         return (self.base_url or f"http://{self.a2a_host}:{self.a2a_port}").rstrip("/")
 
@@ -71,9 +85,10 @@ _TRUE = {"1", "true", "on", "yes"}
 _POSITIVE = {
     "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
-    "redis_connect_timeout_seconds", "redis_timeout_seconds",
+    "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
 }  # fmt: skip
 MAX_REDIS_TIMEOUT = 3600.0
+WORKER_CLASSES = ("gevent", "gthread")
 
 
 def _convert(name: str, kind: Any, raw: Any) -> Any:
@@ -150,6 +165,7 @@ def _validate(settings: Settings) -> None:
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
     _validate_origins(settings)
+    _validate_workers(settings)
 
 
 # --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----
@@ -227,24 +243,74 @@ def _validate_origins(settings: Settings) -> None:
             )
 
 
+def _validate_workers(settings: Settings) -> None:
+    if settings.worker_class not in WORKER_CLASSES:
+        raise ConfigError(
+            f"QUINELING_WORKER_CLASS must be one of {', '.join(WORKER_CLASSES)} (got {settings.worker_class!r})"
+        )
+    if settings.max_streams < 0:
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS must be 0 (automatic) or positive (got {settings.max_streams})"
+        )
+    # Every stream holds a connection (and with gthread a thread): at least one must stay free for the
+    # requests that are not streams, or a full set of streams would starve them.
+    if settings.stream_limit >= settings.worker_connections:
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS ({settings.stream_limit}) must be below QUINELING_WORKER_CONNECTIONS "
+            f"({settings.worker_connections})"
+        )
+    if settings.worker_class == "gthread" and settings.stream_limit >= settings.threads:
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS ({settings.stream_limit}) must be below QUINELING_THREADS "
+            f"({settings.threads}) with gthread workers, where every open stream holds a thread"
+        )
+
+
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings shared by ``quineling serve`` and ``deploy/gunicorn.conf.py``.
 
-    gthread workers: an open SSE stream holds a thread, not a process. More than one worker process needs a
-    shared store, because the memory:// store lives inside one process; that combination is refused.
+    More than one worker process needs a shared store, because the memory:// store lives inside one process;
+    that combination is refused. The worker model and its bounds are in docs/deployment.md, "Worker model".
     """
     if settings.workers > 1 and settings.store_url.startswith("memory:"):
         raise ConfigError(
             f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
             "Use Redis (QUINELING_STORE_URL=redis://host:6379/0) or set QUINELING_WORKERS=1."
         )
-    return {
+    if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
+        raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
+    options: dict[str, Any] = {
         "bind": f"{settings.a2a_host}:{settings.a2a_port}",
-        "worker_class": "gthread",
+        "worker_class": settings.worker_class,
         "workers": settings.workers,
-        "threads": settings.threads,
-        "timeout": 3600,  # streams stay open; gthread's heartbeat keeps a busy worker alive
+        "worker_connections": settings.worker_connections,
+        # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,
+        # and a worker whose loop is stuck this long (a blocking call under gevent, say) is replaced.
+        "timeout": 30,
+        # On stop, streams end within a poll slice (see worker_stopping) and clients subscribe again.
         "graceful_timeout": 30,
+        # Seconds an idle kept-alive connection stays open; with gevent also the time a client has to send its
+        # complete request headers, after which the connection is closed (a slow-header client costs a
+        # greenlet for at most this long).
         "keepalive": 5,
+        "post_worker_init": _watch_worker,
         "accesslog": "-" if settings.access_log else None,
     }
+    if settings.worker_class == "gthread":
+        options["threads"] = settings.threads
+    return options
+
+
+# The gunicorn worker serving this process (none in-process): streams ask it whether to end early.
+_serving_worker: Any = None
+
+
+def _watch_worker(worker: Any) -> None:
+    global _serving_worker
+    _serving_worker = worker
+
+
+def worker_stopping() -> bool:
+    """True once the gunicorn worker of this process has been told to stop (``SIGTERM``, a restart): open
+    streams then end, instead of holding the shutdown for ``graceful_timeout``."""
+    return _serving_worker is not None and not _serving_worker.alive

@@ -2,7 +2,9 @@
 
 Values are stored as JSON text and decoded on every read, so no caller can mutate stored state by reference.
 One :class:`threading.RLock` guards everything (gunicorn's gthread workers are threads); a
-:class:`threading.Condition` on that lock wakes event-log readers.
+:class:`threading.Condition` on that lock wakes event-log readers. Under gunicorn's gevent worker, which
+monkey-patches ``threading`` before the app (and so this store) is created, both are gevent's: a reader
+waiting for events yields to the other greenlets instead of blocking the process.
 """
 
 from __future__ import annotations

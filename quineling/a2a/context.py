@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from quineling.runtime.runtime import DEFAULT_SCOPE
@@ -30,6 +31,9 @@ class CallContext:
     user: str = "anonymous"
     requested_version: str = "1.0"
     extensions: tuple[str, ...] = ()
+    # True once a stream answering this call should end early: its client hung up, or the worker is stopping
+    # (the binding's probe, quineling.a2a.streams.stop_probe; never, in-process).
+    should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
 
     @property
     def scope(self) -> str:

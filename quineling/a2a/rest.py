@@ -27,6 +27,7 @@ from quineling.a2a.errors import (
     from_http_exception,
 )
 from quineling.a2a.sse import compact, sse_response
+from quineling.a2a.streams import held_stream
 from stores import codec
 
 _BODY_KEY = "quineling.a2a.body"
@@ -203,12 +204,22 @@ class SubscribeToTask(MethodView):
 
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def get(self, task_id: str, tenant: str | None = None) -> Response:
-        return _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True))
+        return _subscribe(task_id, tenant)
 
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def post(self, task_id: str, tenant: str | None = None) -> Response:
         request_body()  # a body, if any, must still be valid JSON
-        return _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True))
+        return _subscribe(task_id, tenant)
+
+
+def _subscribe(task_id: str, tenant: str | None) -> Response:
+    """A subscription holds one of the worker's stream slots while open; beyond the cap it is refused with 503
+    (docs/deployment.md, "Worker model")."""
+    return held_stream(
+        state().streams,
+        lambda: _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True)),
+        render_error,
+    )
 
 
 @route("/tasks/<task_id>/pushNotificationConfigs")
