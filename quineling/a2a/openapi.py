@@ -475,8 +475,8 @@ def error_components() -> dict[str, JSON]:
 # flask-smorest sees the message and configuration as free-form objects (the service validates them, see
 # quineling/a2a/wire.py and model.py). These schemas say what the service accepts, so a generated request
 # that matches them is accepted and one that breaks them is refused (tests/a2a/test_schemathesis.py checks
-# both). Field names are the camelCase ones; the snake_case spellings the service also accepts are left to
-# the descriptions, as is `null`, which counts as absent wherever a field is optional.
+# both). Field names are the camelCase ones; that the service also takes their snake_case spellings, and
+# `null` for an absent optional field, the document's introduction says.
 
 INT32_MAX = 2**31 - 1
 # An int32 may also be sent as a decimal string, as ProtoJSON allows (query values always are strings).
