@@ -94,7 +94,12 @@ class Operation:
     stores: bool = True  # reads or writes task storage, so a storage failure is a 500
     capability: str | None = None  # the card capability without which it never succeeds
     stream: bool = False
+    # Operations that take the answer's task id (`task.id`) as their `task_id`: OpenAPI links, which tell a
+    # client (and schemathesis' stateful run) how one call leads to the next.
+    links: tuple[str, ...] = ()
 
+
+_TASK_TOOLS = ("GetTask", "CancelTask", "SubscribeToTask", "SubscribeToTaskByPost")
 
 _TASK_NOT_FOUND = Failure(
     404,
@@ -157,6 +162,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             },
             "configuration": {"historyLength": 1},
         },
+        links=_TASK_TOOLS,
     ),
     ("post", "/message:stream"): Operation(
         "SendStreamingMessage",
@@ -735,6 +741,8 @@ class Documenter(BasePlugin):
             if not str(status).startswith("2") or not succeeds:
                 continue  # flask-smorest's 422 and default error: this binding sends neither
             responses[str(status)] = self._success(response, doc)
+            if doc.links:
+                responses[str(status)]["links"] = self._links(doc, tenant_route)
         by_status: dict[int, list[Failure]] = {}
         for failure in failures_of(doc, facts, path):
             by_status.setdefault(failure.status, []).append(failure)
@@ -792,6 +800,21 @@ class Documenter(BasePlugin):
             )
             response["content"] = {"text/event-stream": {"schema": stream_event_schema()}}
         return response
+
+    @staticmethod
+    def _links(doc: Operation, tenant_route: bool) -> JSON:
+        suffix = "ForTenant" if tenant_route else ""
+        parameters = {"task_id": "$response.body#/task/id"}
+        if tenant_route:
+            parameters["tenant"] = "$request.path.tenant"
+        return {
+            target: {
+                "operationId": target + suffix,
+                "parameters": dict(parameters),
+                "description": f"{target} on the task this answer carries",
+            }
+            for target in doc.links
+        }
 
     def _tenant_route_body(self, media: JSON) -> JSON:
         """On a tenant route the body's ``tenant`` is ignored (the path's wins), so such a route refers to

@@ -117,6 +117,20 @@ def test_every_operation_is_described_with_an_example(doc: dict[str, Any]) -> No
     assert len(ids) == 24  # 12 operations, each also under /{tenant}
 
 
+def test_send_message_links_to_the_operations_on_its_task() -> None:
+    doc = document(create_app(config={"tenants": "alpha"}).test_client())
+    ids = {op["operationId"] for _, _, op in operations(doc)}
+    for path, suffix in ((BASE + "/message:send", ""), (BASE + "/{tenant}/message:send", "ForTenant")):
+        links = doc["paths"][path]["post"]["responses"]["200"]["links"]
+        assert {link["operationId"] for link in links.values()} == {
+            name + suffix for name in ("GetTask", "CancelTask", "SubscribeToTask", "SubscribeToTaskByPost")
+        }
+        for link in links.values():
+            assert link["operationId"] in ids
+            assert link["parameters"]["task_id"] == "$response.body#/task/id"
+            assert link["parameters"].get("tenant") == ("$request.path.tenant" if suffix else None)
+
+
 def test_error_schema_is_the_google_rpc_status_body(doc: dict[str, Any]) -> None:
     schemas = doc["components"]["schemas"]
     assert schemas["ErrorResponse"]["required"] == ["error"]
