@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from flask import Response, request
+from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import BaseConverter
 
 from quineling.a2a import schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
@@ -71,6 +72,18 @@ class RestBlueprint(Blueprint):
 blp = RestBlueprint("a2a_rest", __name__, url_prefix=REST_PREFIX, description="A2A 1.0 HTTP+JSON binding")
 
 
+class TaskIdConverter(BaseConverter):
+    """A task id in a path: one segment without ``:``. Ids are UUIDs, and ``:`` starts a custom method, so
+    ``/tasks/x:cancel`` is only ever CancelTask, never GetTask of id ``x:cancel`` (and a 405 or OPTIONS
+    there answers ``Allow: POST``, not ``GET, POST``)."""
+
+    regex = "[^/:]+"
+
+
+# Before any route below is added: their rules need the converter when they are compiled.
+blp.record_once(lambda setup: setup.app.url_map.converters.setdefault("task_id", TaskIdConverter))
+
+
 def _routes(path: str) -> list[str]:
     return [path, "/<tenant>" + path]
 
@@ -88,7 +101,14 @@ def route(path: str) -> Any:
 
 
 @blp.before_request
-def _check_request() -> None:
+def _check_request() -> Response | None:
+    if request.method == "OPTIONS":
+        # What a route allows is a fact of HTTP, not of an A2A version: answered before the A2A checks, so
+        # no A2A-Version is needed (docs/decisions-a2a.md, "Bindings").
+        response = current_app.make_default_options_response()
+        response.status_code = 204
+        response.headers.pop("Content-Type", None)
+        return response
     limit = state().request_limit_bytes
     if request.content_length is not None and request.content_length > limit:
         _too_large(limit)
@@ -101,6 +121,7 @@ def _check_request() -> None:
     if has_body and len(request.get_data(cache=True)) > limit:
         _too_large(limit)
     check_version("HTTP+JSON", requested_version())
+    return None
 
 
 def _too_large(limit: int) -> NoReturn:
@@ -179,7 +200,7 @@ class ListTasks(MethodView):
         return render(state().service.list_tasks(params, ctx(tenant, params)))
 
 
-@route("/tasks/<task_id>")
+@route("/tasks/<task_id:task_id>")
 class GetTask(MethodView):
     @blp.arguments(schemas.GetTaskQuerySchema, location="query")
     @blp.response(200, schemas.TaskSchema)
@@ -188,7 +209,7 @@ class GetTask(MethodView):
         return render(state().service.get_task(params, ctx(tenant, params)))
 
 
-@route("/tasks/<task_id>:cancel")
+@route("/tasks/<task_id:task_id>:cancel")
 class CancelTask(MethodView):
     @blp.arguments(schemas.CancelTaskRequestSchema)
     @blp.response(200, schemas.TaskSchema)
@@ -197,7 +218,7 @@ class CancelTask(MethodView):
         return render(state().service.cancel_task(body, ctx(tenant, body)))
 
 
-@route("/tasks/<task_id>:subscribe")
+@route("/tasks/<task_id:task_id>:subscribe")
 class SubscribeToTask(MethodView):
     """GET per the protocol's proto definition, POST per its prose: both are served
     (docs/decisions-a2a.md, "Bindings")."""
@@ -222,7 +243,7 @@ def _subscribe(task_id: str, tenant: str | None) -> Response:
     )
 
 
-@route("/tasks/<task_id>/pushNotificationConfigs")
+@route("/tasks/<task_id:task_id>/pushNotificationConfigs")
 class PushConfigs(MethodView):
     @blp.arguments(schemas.PushConfigRequestSchema)
     @blp.response(200, schemas.PushConfigSchema)
@@ -237,7 +258,7 @@ class PushConfigs(MethodView):
         return render(state().service.list_push_configs(params, ctx(tenant, params)))
 
 
-@route("/tasks/<task_id>/pushNotificationConfigs/<config_id>")
+@route("/tasks/<task_id:task_id>/pushNotificationConfigs/<config_id>")
 class PushConfig(MethodView):
     @blp.response(200, schemas.PushConfigSchema)
     def get(self, task_id: str, config_id: str, tenant: str | None = None) -> Response:

@@ -117,6 +117,20 @@ def test_every_operation_is_described_with_an_example(doc: dict[str, Any]) -> No
     assert len(ids) == 24  # 12 operations, each also under /{tenant}
 
 
+def test_send_message_links_to_the_operations_on_its_task() -> None:
+    doc = document(create_app(config={"tenants": "alpha"}).test_client())
+    ids = {op["operationId"] for _, _, op in operations(doc)}
+    for path, suffix in ((BASE + "/message:send", ""), (BASE + "/{tenant}/message:send", "ForTenant")):
+        links = doc["paths"][path]["post"]["responses"]["200"]["links"]
+        assert {link["operationId"] for link in links.values()} == {
+            name + suffix for name in ("GetTask", "CancelTask", "SubscribeToTask", "SubscribeToTaskByPost")
+        }
+        for link in links.values():
+            assert link["operationId"] in ids
+            assert link["parameters"]["task_id"] == "$response.body#/task/id"
+            assert link["parameters"].get("tenant") == ("$request.path.tenant" if suffix else None)
+
+
 def test_error_schema_is_the_google_rpc_status_body(doc: dict[str, Any]) -> None:
     schemas = doc["components"]["schemas"]
     assert schemas["ErrorResponse"]["required"] == ["error"]
@@ -142,12 +156,23 @@ def test_request_constraints_are_documented(doc: dict[str, Any]) -> None:
     send = doc["components"]["schemas"]["SendMessageRequest"]
     assert send["required"] == ["message"] and "nullable" not in send["properties"]["message"]
     listing = {p["name"]: p for p in doc["paths"][BASE + "/tasks"]["get"]["parameters"]}
-    assert listing["pageSize"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
+    assert listing["pageSize"]["schema"] == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 50,
+    }
     assert listing["historyLength"]["schema"]["minimum"] == 0
+    assert listing["status"]["schema"]["enum"][:2] == ["", "TASK_STATE_UNSPECIFIED"]
     get_task = {p["name"]: p for p in doc["paths"][BASE + "/tasks/{task_id}"]["get"]["parameters"]}
     assert get_task["historyLength"]["schema"]["minimum"] == 0
+    assert get_task["historyLength"]["schema"]["maximum"] == 2**31 - 1
     header = get_task["A2A-Version"]
-    assert header["in"] == "header" and header["required"] and header["schema"]["enum"] == ["1.0"]
+    assert header["in"] == "header" and header["required"] and header["schema"]["default"] == "1.0"
+    message = doc["components"]["schemas"]["Message"]
+    assert message["required"] == ["messageId"] and message["properties"]["messageId"]["minLength"] == 1
+    assert send["properties"]["message"] == {"$ref": "#/components/schemas/Message"}
     cancel = doc["paths"][BASE + "/tasks/{task_id}:cancel"]["post"]["requestBody"]
     assert cancel["required"] is False
 
@@ -177,6 +202,23 @@ def test_tenants_served_are_the_documented_choices() -> None:
     assert query["schema"]["enum"] == ["", "alpha", "beta"]
     body = doc["components"]["schemas"]["SendMessageRequest"]["properties"]["tenant"]
     assert body["enum"] == ["", "alpha", "beta", None]
+
+
+def test_tenant_routes_document_the_body_and_query_tenant_as_ignored() -> None:
+    client = create_app(config={"tenants": "alpha"}).test_client()
+    doc = document(client)
+    send = doc["paths"][BASE + "/{tenant}/message:send"]["post"]["requestBody"]["content"]
+    ref = send["application/json"]["schema"]["$ref"]
+    assert ref == "#/components/schemas/SendMessageRequestInTenantRoute"
+    tenant = doc["components"]["schemas"]["SendMessageRequestInTenantRoute"]["properties"]["tenant"]
+    assert "enum" not in tenant and "Ignored" in tenant["description"]
+    listing = doc["paths"][BASE + "/{tenant}/tasks"]["get"]["parameters"]
+    query = next(p for p in listing if p["name"] == "tenant")
+    assert "enum" not in query["schema"] and "Ignored" in query["description"]
+    # ... and the server does ignore them there: a tenant it does not serve changes nothing.
+    body = {"message": user_message(text("[1] | sum | report t")), "tenant": "nobody"}
+    assert client.post(BASE + "/alpha/message:send", json=body, headers=V1).status_code == 200
+    assert client.get(BASE + "/alpha/tasks?tenant=nobody", headers=V1).get_json()["totalSize"] == 1
 
 
 def test_tenant_routes_are_left_out_when_no_tenant_is_served() -> None:
