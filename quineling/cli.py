@@ -10,8 +10,6 @@ import os
 import sys
 from typing import Any
 
-from quineling import store_admin
-
 
 def serve(args: argparse.Namespace) -> int:
     from gunicorn.app.base import BaseApplication
@@ -45,6 +43,35 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def store_usage(args: argparse.Namespace) -> int:
+    # Operator commands import the app and the Redis driver when they run, never at start-up: the master
+    # of `quineling serve` must not import them before gevent patches the standard library in its workers.
+    from quineling import store_admin
+
+    return store_admin.usage_command(args)
+
+
+def store_reset(args: argparse.Namespace) -> int:
+    from quineling import store_admin
+
+    return store_admin.reset_command(args)
+
+
+def _add_store_commands(commands: Any) -> None:
+    """``store usage`` and ``store reset`` (:mod:`quineling.store_admin`)."""
+    store = commands.add_parser("store", help="inspect or reset stored runtime state and tasks (Redis)")
+    actions = store.add_subparsers(dest="store_command", required=True)
+    usage = actions.add_parser("usage", help="counts and bytes against every limit, per scope")
+    usage.add_argument("--principal", default=None, help="only this principal's scopes")
+    usage.add_argument("--tenant", default=None, help="with --principal: only this tenant ('' for none)")
+    usage.set_defaults(handler=store_usage)
+    reset = actions.add_parser("reset", help="drop a principal's runtime state and tasks")
+    reset.add_argument("--principal", required=True, help="whose scopes to drop")
+    reset.add_argument("--tenant", default=None, help="only this tenant's scope ('' for none)")
+    reset.add_argument("--yes", action="store_true", help="really drop them (without it: show what would go)")
+    reset.set_defaults(handler=store_reset)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="quineling", description="Quineling A2A agent")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -52,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_A2A_PORT")
     serve_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
     serve_cmd.set_defaults(handler=serve)
-    store_admin.register(commands)
+    _add_store_commands(commands)
     args = parser.parse_args(argv)
     return int(args.handler(args))
 

@@ -13,7 +13,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 from urllib.parse import unquote
 
 from quineling.a2a.context import CallContext
@@ -135,18 +135,3 @@ def _with_backend(run: Callable[[Backend, Settings], int]) -> int:
         return 1
     finally:
         backend.close()
-
-
-def register(commands: Any) -> None:
-    """Add ``store usage`` and ``store reset`` to the ``quineling`` command's subcommands."""
-    store = commands.add_parser("store", help="inspect or reset stored runtime state and tasks (Redis)")
-    actions = store.add_subparsers(dest="store_command", required=True)
-    usage = actions.add_parser("usage", help="counts and bytes against every limit, per scope")
-    usage.add_argument("--principal", default=None, help="only this principal's scopes")
-    usage.add_argument("--tenant", default=None, help="with --principal: only this tenant ('' for none)")
-    usage.set_defaults(handler=usage_command)
-    reset = actions.add_parser("reset", help="drop a principal's runtime state and tasks")
-    reset.add_argument("--principal", required=True, help="whose scopes to drop")
-    reset.add_argument("--tenant", default=None, help="only this tenant's scope ('' for none)")
-    reset.add_argument("--yes", action="store_true", help="really drop them (without it: show what would go)")
-    reset.set_defaults(handler=reset_command)

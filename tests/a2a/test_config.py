@@ -138,6 +138,20 @@ def test_the_gunicorn_master_imports_no_flask_redis_or_ssl() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def test_the_quineling_command_imports_no_flask_redis_or_ssl_before_serving() -> None:
+    """``quineling serve`` is a gunicorn master too: importing the command and reading the settings must
+    leave the app, the Redis driver and ssl to the workers (which gevent patches first)."""
+    code = (
+        "import sys; import quineling.cli; from quineling.config import gunicorn_options, load_settings; "
+        "gunicorn_options(load_settings()); "
+        "print(sorted(m for m in ('flask', 'redis', 'ssl', 'quineling.app') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
 def _gunicorn_conf(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     code = "import runpy; runpy.run_path('deploy/gunicorn.conf.py')"
     return subprocess.run(
