@@ -215,6 +215,12 @@ def test_the_cap_is_per_worker_and_a_gone_client_ends_its_blocking_read(closing:
             if len(accepted) == per_worker * workers:
                 break
         closing.extend(accepted)
+        if len(accepted) == per_worker * workers:
+            # The connections happened to spread evenly: every worker is at its cap, so any one refuses.
+            beyond = Stream(server, task_id)
+            beyond.close()
+            assert beyond.status == 503 and beyond.headers["retry-after"] == "5"
+            refusals += 1
         assert per_worker <= len(accepted) <= per_worker * workers and refusals > 0
         assert within(3, lambda: blocked_reads() == len(accepted))
         assert get_task_seconds(server, task_id) < 1.0
