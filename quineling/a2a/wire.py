@@ -54,6 +54,11 @@ def require_object(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
+def metadata(obj: Mapping[str, Any], what: str = "metadata") -> dict[str, Any]:
+    """A request's or object's ``metadata``: an object (a protobuf Struct), ``{}`` when absent."""
+    return require_object(field(obj, "metadata"), what)
+
+
 def string(obj: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
     value = field(obj, name)
     if value is None or value == "":

@@ -159,6 +159,8 @@ def message_to_v1(message: Any, path: str = "message") -> Json:
         out["role"] = role_to_v1(message["role"], f"{path}.role")
     if message.get("parts") is not None:
         out["parts"] = _parts_to_v1(message["parts"], f"{path}.parts")
+    if message.get("metadata") is not None:  # judged like 1.0's, not dropped when empty-ish
+        require_object(message["metadata"], f"{path}.metadata")
     return copy_nonempty(message, out, *_MESSAGE_EXTRAS)
 
 
