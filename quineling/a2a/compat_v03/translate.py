@@ -48,7 +48,7 @@ TERMINAL_V03_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
 
 
 def role_to_v1(role: Any, path: str = "message.role") -> str:
-    if role not in _ROLES_TO_V1:
+    if not isinstance(role, str) or role not in _ROLES_TO_V1:  # a list or object is unhashable
         raise invalid(path, "must be 'user' or 'agent'")
     return _ROLES_TO_V1[role]
 
