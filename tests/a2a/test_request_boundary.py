@@ -19,6 +19,7 @@ from quineling.a2a.body import MAX_DEPTH
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
+from tests.a2a.conftest import FakeRuntime, data, make_app, user_message
 from tests.conftest import BackendMaker
 from tests.support.bindings import V1
 from tests.support.sse import parse_sse
@@ -408,3 +409,31 @@ def test_timestamps_at_the_ends_of_the_range_are_served(client: Any, instant: st
     rpc(client, "SendMessage", obj(message=message_text()))
     listing = rpc(client, "ListTasks", obj(statusTimestampAfter=q(instant)))["result"]
     assert listing["totalSize"] == listed
+
+
+def test_a_runtime_status_that_is_not_a_string_completes_the_task() -> None:
+    """The executor looks the runtime's ``result.status`` up in a set: a value that is no string (say, a
+    runtime echoing a request value) must not make that lookup raise."""
+
+    class EchoingRuntime(FakeRuntime):
+        @staticmethod
+        def _outcome(request: Any) -> dict[str, Any]:
+            return {"operation": "echo", "result": {"status": request.get("status")}}
+
+    app = make_app()
+    store = app.extensions["quineling"].extras["task_store"]
+    app.extensions["quineling"].service.runtime = EchoingRuntime(
+        app.extensions["quineling"].service.runtime.store
+    )
+    assert store is not None
+    client = app.test_client()
+    for status in ([], {}, "clarify"):
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {"message": user_message(data({"status": status}))},
+        }
+        task = client.post(RPC, json=body, headers=V1).get_json()["result"]["task"]
+        expected = "TASK_STATE_INPUT_REQUIRED" if status == "clarify" else "TASK_STATE_COMPLETED"
+        assert task["status"]["state"] == expected
