@@ -74,8 +74,8 @@ def loads(data: str | bytes, *, strict: bool = False, max_depth: int = MAX_DEPTH
         else:
             # orjson itself refuses lone surrogates and infinities; only the depth is left to check, and
             # text with no more brackets than the limit cannot nest deeper than it.
-            if strict and raw.count(b"[") + raw.count(b"{") > max_depth:
-                _refuse(value, max_depth, scalars=False)
+            if strict and raw.count(b"[") + raw.count(b"{") > max_depth and _deeper_than(value, max_depth):
+                _refuse(value, max_depth, scalars=False)  # finds where, for the message
             return value
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     if not strict:
@@ -101,6 +101,23 @@ _LONG_INTEGER = _LongInteger()
 
 def _integer(text: str) -> int | _LongInteger:
     return _LONG_INTEGER if len(text.lstrip("-")) > MAX_INT_DIGITS else int(text)
+
+
+def _deeper_than(value: Any, max_depth: int) -> bool:
+    """Whether ``value`` nests more than ``max_depth`` containers: level by level, containers only (several
+    times faster than :func:`_refuse`, which also keeps every path)."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        below: list[Any] = []
+        for container in level:
+            members = container.values() if type(container) is dict else container
+            below.extend([m for m in members if type(m) is dict or type(m) is list])
+        level = below
+    return False
 
 
 # One container on the walk: (value, depth, parent node, key or index in the parent).
