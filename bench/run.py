@@ -3,11 +3,13 @@
 
 It is a script, not a test. It reports operations/s, latency percentiles and store round trips per operation,
 and puts every HTTP figure beside a baseline measured in the same run (bench/baseline_app.py under the same
-gunicorn settings). Redis figures use database 13 of --redis-url, which the script flushes before and after.
+gunicorn settings). Redis figures use database --redis-db (13) of --redis-url, which the script flushes before and
+after.
 
     ./dev bench                 # everything (about two minutes)
     ./dev bench --quick         # shorter runs
-    ./dev bench --only dispatch # or: http
+    ./dev bench --only dispatch # or: http, probes (bench/probes.py: stream floods and slow-header clients)
+    ./dev bench --worker-class both   # HTTP and probes under gevent and gthread (default: gevent)
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench import probes  # noqa: E402 - needs the repository root on the path
 
 SQUARES = "[2,3,4] | square | sum | report total"
 RECONNECT_EVERY = 20  # requests per HTTP connection in the load generator
@@ -91,10 +95,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(app: str, store_url: str, workers: int, threads: int):  # type: ignore[no-untyped-def]
+def gunicorn(app: str, store_url: str, workers: int, threads: int, worker_class: str):  # type: ignore[no-untyped-def]
     port = free_port()
     env = dict(os.environ, QUINELING_STORE_URL=store_url, QUINELING_WORKERS=str(workers),
                QUINELING_THREADS=str(threads), QUINELING_A2A_PORT=str(port),
+               QUINELING_WORKER_CLASS=worker_class,
                QUINELING_BASE_URL=f"http://127.0.0.1:{port}", QUINELING_ACCESS_LOG="0",
                QUINELING_MAX_RECORDS="100000", PYTHONPATH=str(ROOT))  # fmt: skip
     cmd = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "deploy/gunicorn.conf.py"),
@@ -102,10 +107,15 @@ def gunicorn(app: str, store_url: str, workers: int, threads: int):  # type: ign
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
     try:
         wait_healthy(port)
+        MASTERS[port] = proc.pid
         yield port
     finally:
+        MASTERS.pop(port, None)
         proc.terminate()
         proc.wait(timeout=30)
+
+
+MASTERS: dict[int, int] = {}  # port -> gunicorn master pid, for the workers' CPU time
 
 
 def wait_healthy(port: int, timeout: float = 30) -> None:
@@ -171,14 +181,27 @@ def load(port: int, make_body: Callable[[int], bytes], concurrency: int, seconds
         finally:
             conn.close()
 
+    # The workers' CPU time over the measured window: unlike requests/s, it barely moves when other
+    # processes load the machine, so it compares worker classes fairly.
+    pids = probes.worker_pids(MASTERS[port]) if port in MASTERS else []
+    cpu: list[float] = []
+    sampler = threading.Timer(
+        measure_from - time.perf_counter(), lambda: cpu.append(probes.cpu_seconds(pids))
+    )
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+    sampler.start()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    sampler.join()
     if errors:
         raise RuntimeError(f"{len(errors)} load workers failed, first: {errors[0]!r}")
-    return summarize([x for xs in latencies for x in xs], time.perf_counter() - measure_from)
+    measured = [x for xs in latencies for x in xs]
+    out = summarize(measured, time.perf_counter() - measure_from)
+    if pids and cpu and measured:
+        out["cpu_ms_per_req"] = round((probes.cpu_seconds(pids) - cpu[0]) * 1000 / len(measured), 3)
+    return out
 
 
 def summarize(latencies: list[float], elapsed: float) -> dict[str, Any]:
@@ -190,13 +213,14 @@ def summarize(latencies: list[float], elapsed: float) -> dict[str, Any]:
             "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2)}  # fmt: skip
 
 
-def http_bench(store_url: str, workers: int, concurrencies: list[int], seconds: float) -> dict[str, Any]:
-    threads = 8
+def http_bench(store_url: str, workers: int, concurrencies: list[int], seconds: float,
+               worker_class: str) -> dict[str, Any]:  # fmt: skip
+    threads = 8  # gthread only
     results: dict[str, Any] = {}
-    with gunicorn("bench.baseline_app:app", store_url, workers, threads) as port:
+    with gunicorn("bench.baseline_app:app", store_url, workers, threads, worker_class) as port:
         for c in concurrencies:
             results[f"baseline c={c}"] = load(port, lambda i: send({"operation": "noop"}), c, seconds)
-    with gunicorn("wsgi:app", store_url, workers, threads) as port:
+    with gunicorn("wsgi:app", store_url, workers, threads, worker_class) as port:
         artifact_id = new_task(port)["artifacts"][0]["parts"][0]["data"]["result"]["artifact"]["id"]
         scenarios = {
             # Distinct thoughts would fill the 128-artifact library; re-creating a retained source is the
@@ -291,11 +315,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
+    parser.add_argument("--redis-db", type=int, default=13, help="the database to use and flush (13)")
     parser.add_argument("--quick", action="store_true", help="short runs, one concurrency level")
-    parser.add_argument("--only", choices=["dispatch", "http"])
+    parser.add_argument("--only", choices=["dispatch", "http", "probes"])
+    parser.add_argument("--worker-class", choices=["gevent", "gthread", "both"], default="gevent")
+    parser.add_argument("--rounds", type=int, default=1, help="HTTP runs to take the median of (1)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    redis_url = args.redis_url.rstrip("/") + "/13"
+    redis_url = args.redis_url.rstrip("/") + f"/{args.redis_db}"
     seconds = 1.0 if args.quick else 3.0
     concurrencies = [4] if args.quick else [1, 4, 16]
     report: dict[str, Any] = {}
@@ -311,11 +338,32 @@ def main() -> None:
             for label, url in (("memory", "memory://"), ("redis", redis_url)):
                 report[f"round trips {label}"] = round_trips_per_request(url)
                 flush(redis_url)
+        classes = ["gevent", "gthread"] if args.worker_class == "both" else [args.worker_class]
         if args.only in (None, "http"):
-            for label, url, workers in (("memory, 1 worker", "memory://", 1), ("redis, 1 worker", redis_url, 1),
-                                        ("redis, 2 workers", redis_url, 2)):  # fmt: skip
-                report[f"http {label}"] = http_bench(url, workers, concurrencies, seconds)
-                flush(redis_url)
+            setups = (("memory, 1 worker", "memory://", 1), ("redis, 1 worker", redis_url, 1),
+                      ("redis, 2 workers", redis_url, 2))  # fmt: skip
+            # Rounds alternate the worker classes, so a machine that gets busier or quieter during the run
+            # does not favour one of them; each figure is the median over the rounds.
+            runs: dict[str, list[dict[str, Any]]] = {}
+            for _ in range(args.rounds):
+                for label, url, workers in setups:
+                    for worker_class in classes:
+                        result = http_bench(url, workers, concurrencies, seconds, worker_class)
+                        runs.setdefault(f"http {worker_class}, {label}", []).append(result)
+                        flush(redis_url)
+            report.update({section: median_rows(results) for section, results in runs.items()})
+        if args.only in (None, "probes"):
+            for worker_class in classes:
+                for label, url, workers in (
+                    ("memory, 1 worker", "memory://", 1),
+                    ("redis, 4 workers", redis_url, 4),
+                ):
+                    report[f"probes {worker_class}, {label}"] = probes.probe(url, workers, worker_class)
+                    flush(redis_url)
+                # With a cap the stream count reaches: how soon a closed stream's slot is taken again.
+                report[f"probes {worker_class}, memory, 1 worker, cap 200"] = probes.probe(
+                    "memory://", 1, worker_class, max_streams=200, threads=256
+                )
     finally:
         flush(redis_url)
     print_report(report)
@@ -323,11 +371,27 @@ def main() -> None:
         args.json.write_text(json.dumps(report, indent=2))
 
 
+def median_rows(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per row, the median of each figure over several runs of the same section."""
+    rows: dict[str, Any] = {}
+    for name in results[0]:
+        figures = [r[name] for r in results if r.get(name, {}).get("n")]
+        rows[name] = (
+            {k: statistics.median(f[k] for f in figures) for k in figures[0]} if figures else {"n": 0}
+        )
+        if len(results) > 1:
+            rows[name]["runs"] = len(figures)
+    return rows
+
+
 def print_report(report: dict[str, Any]) -> None:
     for section, rows in report.items():
         print(f"\n== {section}")
         baseline = {k.split(" c=")[1]: v for k, v in rows.items() if k.startswith("baseline")}
         for name, row in rows.items():
+            if section.startswith("probes"):
+                print(f"  {name:<50} {row}")
+                continue
             if not isinstance(row, dict):
                 print(f"  {name:<38} {row:g} round trips")
                 continue

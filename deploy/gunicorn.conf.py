@@ -1,6 +1,10 @@
 """gunicorn settings for ``gunicorn -c deploy/gunicorn.conf.py wsgi:app`` (the same ones ``quineling serve``
-uses): gthread workers, QUINELING_WORKERS (default 1) × QUINELING_THREADS (default 8), a large timeout, and a
-refusal to start several worker processes on the per-process memory:// store."""
+uses): QUINELING_WORKERS (default 1) gevent workers (QUINELING_WORKER_CLASS), each taking
+QUINELING_WORKER_CONNECTIONS connections and holding at most QUINELING_MAX_STREAMS open streams, and a refusal
+to start several worker processes on the per-process memory:// store (docs/deployment.md, "Worker model").
+
+Only ``quineling.config`` is imported here, in the master: the app is imported by each worker after gevent
+has patched the standard library."""
 
 from __future__ import annotations
 

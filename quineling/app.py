@@ -18,11 +18,13 @@ from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.executor import Dispatcher
+from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
+from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, load_settings
-from quineling.runtime.context import RuntimeLimits
+from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
 from stores import backend_from_url
@@ -64,8 +66,10 @@ def create_app(
     if (runtime is None) != (task_store is None):
         raise ValueError("create_app takes a runtime and a task store together, or neither")
     if runtime is None or task_store is None:
-        backend = backend_from_url(settings.store_url, prefix=settings.store_prefix)
-        task_store = backend.task_store(_task_limits(settings), describe=describe_task)
+        backend = backend_from_url(
+            settings.store_url, prefix=settings.store_prefix, **_store_options(settings)
+        )
+        task_store = backend.task_store(task_limits(settings), describe=describe_task)
         runtime = _runtime(settings, backend)
     state_store = getattr(runtime, "store", None)
     if isinstance(state_store, StateStore) and not task_store.joins(state_store):
@@ -98,8 +102,14 @@ def create_app(
         request_limit_bytes=settings.request_limit_bytes,
         card_max_age=settings.card_max_age,
         tenants=_served_tenants(settings.tenants),
+        streams=StreamSlots(settings.stream_limit),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
+    # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
+    # "Security defaults").
+    guard = OriginGuard.from_settings(settings)
+    app.before_request(guard.before_request)
+    app.after_request(guard.after_request)
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
@@ -122,7 +132,17 @@ def _register_routing_errors(app: Flask) -> None:
     app.register_error_handler(HTTPException, handle)
 
 
-def _task_limits(settings: Settings) -> TaskLimits:
+def _store_options(settings: Settings) -> dict[str, Any]:
+    """The network store's deadlines (the in-process store ignores them). A blocking event read lasts at most
+    one keep-alive period (``quineling.a2a.subscription.follow``), so that is the longest it may block."""
+    return {
+        "socket_connect_timeout": settings.redis_connect_timeout_seconds,
+        "socket_timeout": settings.redis_timeout_seconds,
+        "max_block_seconds": settings.keepalive_seconds,
+    }
+
+
+def task_limits(settings: Settings) -> TaskLimits:
     return TaskLimits(
         max_tasks=settings.task_max,
         max_total_bytes=settings.task_max_bytes,
@@ -131,13 +151,20 @@ def _task_limits(settings: Settings) -> TaskLimits:
     )
 
 
+def runtime_env(settings: Settings) -> Env:
+    """The runtime's limits and retention, as configured (also what ``quineling store usage`` reports)."""
+    return Env(
+        limits=RuntimeLimits(max_artifacts=settings.max_artifacts, max_records=settings.max_records),
+        retention=Retention(settings.record_ttl_seconds, settings.runtime_idle_ttl_seconds),
+    )
+
+
 def _runtime(settings: Settings, backend: Backend) -> Runtime:
-    limits = RuntimeLimits(max_artifacts=settings.max_artifacts, max_records=settings.max_records)
     store: StateStore = backend.state_store()
     if settings.read_cache_entries and not backend.local:
         # A read from a network store is a round trip; in-process reads cost what a cache hit would.
         store = CachingStateStore(store, CACHEABLE_KINDS, max_entries=settings.read_cache_entries)
-    return Runtime(store=store, limits=limits)
+    return Runtime(store=store, env=runtime_env(settings))
 
 
 def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None) -> None:

@@ -1,5 +1,7 @@
-"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gthread workers) on
-127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the port."""
+"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gevent workers by default,
+``QUINELING_WORKER_CLASS``) on 127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the
+port. ``quineling store usage`` and ``quineling store reset`` are for operators
+(:mod:`quineling.store_admin`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import argparse
 import os
 import sys
 from typing import Any
+
+from quineling import store_admin
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -48,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_A2A_PORT")
     serve_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
     serve_cmd.set_defaults(handler=serve)
+    store_admin.register(commands)
     args = parser.parse_args(argv)
     return int(args.handler(args))
 

@@ -3,7 +3,11 @@ start-up so a bad value fails with a message naming the variable."""
 
 from __future__ import annotations
 
+import importlib.util
+import ipaddress
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -26,6 +30,10 @@ class Settings:
     store_prefix: str = "q"  # namespaces every Redis key, so deployments or test runs can share a server
     # Documents each worker keeps from a network store (see stores/cache.py); 0 turns the cache off.
     read_cache_entries: int = 4096
+    # Redis deadlines: to connect, and for each reply (a blocking event read gets the keep-alive period on
+    # top; stores/redis.py). A stalled server fails a request after this long instead of holding it.
+    redis_connect_timeout_seconds: float = 2.0
+    redis_timeout_seconds: float = 5.0
     # Tenants served besides the default (empty) one: comma-separated names, or "*" for any. Task capacity
     # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
     tenants: str = ""
@@ -39,12 +47,33 @@ class Settings:
     task_ttl_seconds: float = 15 * 60
     max_artifacts: int = 128
     max_records: int = 256
+    # Runtime retention (docs/decisions-runtime.md, "Retention"); 0 keeps entries for good.
+    record_ttl_seconds: float = 15 * 60
+    runtime_idle_ttl_seconds: float = 24 * 3600
+    # gevent: a connection or an open stream holds a greenlet, so many streams and slow clients cost little;
+    # gthread: each holds one of ``threads`` (docs/deployment.md, "Worker model").
+    worker_class: str = "gevent"
     workers: int = 1
-    threads: int = 8
+    threads: int = 8  # gthread only
+    worker_connections: int = 1000  # simultaneous connections per worker, streams included
+    max_streams: int = 0  # open subscriptions per worker; 0: automatic (see Settings.stream_limit)
     card_max_age: int = 3600
     subscribe_max_seconds: float = 3600.0
     keepalive_seconds: float = 15.0
     access_log: bool = True
+    # Host names served besides the advertised host, the listener's and loopback (DNS rebinding defence):
+    # comma-separated, ".example.com" for a domain and every name under it, "*" for any host.
+    allowed_hosts: str = ""
+    # Browser origins (https://app.example.com) allowed to call the agent cross-site, or "*" (CORS).
+    cors_origins: str = ""
+
+    @property
+    def stream_limit(self) -> int:
+        """Subscriptions one worker holds at most; beyond it a new one gets 503 with ``Retry-After``. Automatic:
+        half the connections (gevent) or half the threads (gthread), so other requests always find room."""
+        if self.max_streams:
+            return self.max_streams
+        return max(1, (self.threads if self.worker_class == "gthread" else self.worker_connections) // 2)
 
     @property
     def advertised_url(self) -> str:
@@ -56,7 +85,10 @@ _TRUE = {"1", "true", "on", "yes"}
 _POSITIVE = {
     "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
+    "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
 }  # fmt: skip
+MAX_REDIS_TIMEOUT = 3600.0
+WORKER_CLASSES = ("gevent", "gthread")
 
 
 def _convert(name: str, kind: Any, raw: Any) -> Any:
@@ -78,6 +110,8 @@ def _convert(name: str, kind: Any, raw: Any) -> Any:
             value = float(raw)
         except (TypeError, ValueError):
             raise ConfigError(f"{label} must be a number (got {raw!r})") from None
+        if not math.isfinite(value):  # no duration or size is infinite (nor NaN)
+            raise ConfigError(f"{label} must be a finite number (got {raw!r})")
     else:
         value = str(raw).strip()
     if name in _POSITIVE and not value > 0:
@@ -116,28 +150,167 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"QUINELING_READ_CACHE_ENTRIES must be 0 (off) or positive (got {settings.read_cache_entries})"
         )
+    for name in ("redis_connect_timeout_seconds", "redis_timeout_seconds"):
+        if getattr(settings, name) > MAX_REDIS_TIMEOUT:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be at most {MAX_REDIS_TIMEOUT:g} seconds "
+                f"(got {getattr(settings, name)})"
+            )
+    for name in ("record_ttl_seconds", "runtime_idle_ttl_seconds"):
+        value = getattr(settings, name)
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be 0 (kept for good) or positive (got {value!r})"
+            )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
+    _validate_origins(settings)
+    _validate_workers(settings)
+
+
+# --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+Origin = tuple[str, str, int]  # scheme, host, port (the scheme's default when the text names none)
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")  # ASCII names (IDNs as xn--…) and IPv4 addresses
+_PORT = re.compile(r":[0-9]{1,5}")
+
+
+def split_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def split_host(value: str) -> tuple[str, int | None] | None:
+    """``host[:port]`` (a ``Host`` header, an origin's authority) as its lowercase host — an IPv6 address
+    without its brackets, a name without a trailing dot — and port; ``None`` if it is not that."""
+    text = value.strip().lower()
+    if text.startswith("["):
+        name, bracket, rest = text[1:].partition("]")
+        try:
+            ipaddress.IPv6Address(name)
+        except ValueError:
+            return None
+        if not bracket:
+            return None
+    else:
+        name, colon, port = text.partition(":")
+        name, rest = name.removesuffix("."), colon + port
+        if not _HOST_NAME.fullmatch(name):
+            return None
+    if not rest:
+        return name, None
+    if not _PORT.fullmatch(rest) or not 0 < int(rest[1:]) < 65536:
+        return None
+    return name, int(rest[1:])
+
+
+def parse_origin(text: str) -> Origin | None:
+    """A browser origin ``scheme://host[:port]`` (http or https, no path); ``None`` if it is not one."""
+    scheme, separator, authority = text.strip().lower().partition("://")
+    host = split_host(authority) if separator and scheme in DEFAULT_PORTS else None
+    if host is None:
+        return None
+    return scheme, host[0], DEFAULT_PORTS[scheme] if host[1] is None else host[1]
+
+
+def host_pattern(entry: str) -> str | None:
+    """A ``QUINELING_ALLOWED_HOSTS`` entry, normalised: ``*``, ``.domain`` or one host (an IPv6 address in
+    brackets), without a port — the port is not checked; ``None`` if it is none of these."""
+    text = entry.strip().lower()
+    if text == "*":
+        return text
+    dot = "." if text.startswith(".") else ""
+    host = split_host(text.removeprefix("."))
+    return dot + host[0] if host is not None and host[1] is None else None
+
+
+def _validate_origins(settings: Settings) -> None:
+    if settings.base_url and split_host(urlsplit(settings.base_url).netloc) is None:
+        raise ConfigError(
+            f"QUINELING_BASE_URL must name a host and optional port (got {settings.base_url!r})"
+        )
+    for entry in split_list(settings.allowed_hosts):
+        if host_pattern(entry) is None:
+            raise ConfigError(
+                "QUINELING_ALLOWED_HOSTS takes comma-separated host names or IP addresses without a port "
+                f"(IPv6 in brackets), '.example.com' for a domain and its subdomains, or '*' (got {entry!r})"
+            )
+    for entry in split_list(settings.cors_origins):
+        if entry != "*" and parse_origin(entry) is None:
+            raise ConfigError(
+                "QUINELING_CORS_ORIGINS takes comma-separated origins such as https://app.example.com or "
+                f"http://localhost:3000 (scheme, host, optional port; no path), or '*' (got {entry!r})"
+            )
+
+
+def _validate_workers(settings: Settings) -> None:
+    if settings.worker_class not in WORKER_CLASSES:
+        raise ConfigError(
+            f"QUINELING_WORKER_CLASS must be one of {', '.join(WORKER_CLASSES)} (got {settings.worker_class!r})"
+        )
+    if settings.max_streams < 0:
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS must be 0 (automatic) or positive (got {settings.max_streams})"
+        )
+    # Every stream holds a connection (and with gthread a thread): at least one must stay free for the
+    # requests that are not streams, or a full set of streams would starve them.
+    if settings.stream_limit >= settings.worker_connections:
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS ({settings.stream_limit}) must be below QUINELING_WORKER_CONNECTIONS "
+            f"({settings.worker_connections})"
+        )
+    if settings.worker_class == "gthread" and settings.stream_limit >= settings.threads:
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS ({settings.stream_limit}) must be below QUINELING_THREADS "
+            f"({settings.threads}) with gthread workers, where every open stream holds a thread"
+        )
 
 
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings shared by ``quineling serve`` and ``deploy/gunicorn.conf.py``.
 
-    gthread workers: an open SSE stream holds a thread, not a process. More than one worker process needs a
-    shared store, because the memory:// store lives inside one process; that combination is refused.
+    More than one worker process needs a shared store, because the memory:// store lives inside one process;
+    that combination is refused. The worker model and its bounds are in docs/deployment.md, "Worker model".
     """
     if settings.workers > 1 and settings.store_url.startswith("memory:"):
         raise ConfigError(
             f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
             "Use Redis (QUINELING_STORE_URL=redis://host:6379/0) or set QUINELING_WORKERS=1."
         )
-    return {
+    if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
+        raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
+    options: dict[str, Any] = {
         "bind": f"{settings.a2a_host}:{settings.a2a_port}",
-        "worker_class": "gthread",
+        "worker_class": settings.worker_class,
         "workers": settings.workers,
-        "threads": settings.threads,
-        "timeout": 3600,  # streams stay open; gthread's heartbeat keeps a busy worker alive
+        "worker_connections": settings.worker_connections,
+        # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,
+        # and a worker whose loop is stuck this long (a blocking call under gevent, say) is replaced.
+        "timeout": 30,
+        # On stop, streams end within a poll slice (see worker_stopping) and clients subscribe again.
         "graceful_timeout": 30,
+        # Seconds an idle kept-alive connection stays open; with gevent also the time a client has to send its
+        # complete request headers, after which the connection is closed (a slow-header client costs a
+        # greenlet for at most this long).
         "keepalive": 5,
+        "post_worker_init": _watch_worker,
         "accesslog": "-" if settings.access_log else None,
     }
+    if settings.worker_class == "gthread":
+        options["threads"] = settings.threads
+    return options
+
+
+# The gunicorn worker serving this process (none in-process): streams ask it whether to end early.
+_serving_worker: Any = None
+
+
+def _watch_worker(worker: Any) -> None:
+    global _serving_worker
+    _serving_worker = worker
+
+
+def worker_stopping() -> bool:
+    """True once the gunicorn worker of this process has been told to stop (``SIGTERM``, a restart): open
+    streams then end, instead of holding the shutdown for ``graceful_timeout``."""
+    return _serving_worker is not None and not _serving_worker.alive

@@ -9,6 +9,7 @@ from stores.base import (
     JSON,
     Backend,
     Lifecycle,
+    ScopeUsage,
     StateStore,
     TaskDescriber,
     TaskEvent,
@@ -21,7 +22,7 @@ from stores.base import (
     Versioned,
     task_partition,
 )
-from stores.changes import ChangeSet, Key, Quota
+from stores.changes import ChangeSet, Key, Lease, Quota
 from stores.errors import (
     ConflictError,
     InvalidCursor,
@@ -59,11 +60,13 @@ __all__ = [
     "ConflictError",
     "InvalidCursor",
     "Key",
+    "Lease",
     "Lifecycle",
     "MemoryBackend",
     "Quota",
     "QuotaExceeded",
     "RedisBackend",
+    "ScopeUsage",
     "StateStore",
     "StoreError",
     "StoreUnavailable",

@@ -21,15 +21,28 @@ commit a change set and a task save as one all-or-nothing step: never a committe
 task, nor the reverse. The price: one tenant can no longer evict another tenant's tasks — each tenant has the
 whole task capacity (``TaskLimits``) to itself.
 
+**Retention.** A document may carry a :class:`~stores.changes.Lease`: an expiry time (or an owner it lapses
+with) and the quota amounts it holds. Expiry is lazy and atomic: a read treats a document past its expiry as
+absent, and every commit of a scope first drops that scope's lapsed documents and subtracts what they held
+from the counters, in the same atomic step as the rest of the commit, so counters stay exact however many
+workers commit. The cost is O(documents that lapsed), never O(documents): backends index expiry times (on
+Redis a sorted set per scope). Which documents lapse, and when, is the caller's decision; the store keeps no
+knowledge of what they mean.
+
+**Operators.** A backend enumerates the scopes that hold anything (:meth:`Backend.scopes`; on Redis a registry
+set per key prefix, kept up to date inside every commit and task save), reports a scope's use
+(:meth:`Backend.usage`) and drops a scope's documents and tasks in one atomic step (:meth:`Backend.reset`).
+
 Values are plain JSON-compatible ``dict``s. Backends serialise on write and deserialise on read, so no caller
 can mutate stored state by reference.
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -59,7 +72,19 @@ class Versioned:
 
 
 class StateStore(ABC):
-    """Versioned documents per scope with atomic, optimistic, quota-checked commits."""
+    """Versioned documents per scope with atomic, optimistic, quota-checked commits and lazy expiry.
+
+    **Versions are never reused within a scope.** A put of an existing document bumps its version by one; a
+    document put while absent gets a version above every version the scope's lapsed, deleted or reset
+    documents ever had, so an expectation (or a read cache) holding an old incarnation's version can never
+    match a new incarnation of the same key (no ABA). In a scope where nothing ever went away, a new
+    document starts at 1.
+    """
+
+    def now(self) -> float:
+        """The store's clock (seconds since the epoch): what expiry is decided by. Backends take an
+        injected one (``Backend.state_store(clock=…)``)."""
+        return time.time()
 
     @property
     def origin(self) -> StateStore:
@@ -74,17 +99,32 @@ class StateStore(ABC):
 
     @abstractmethod
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
-        """Read several documents in one round trip. Absent keys come back as ``Versioned(None, 0)``."""
+        """Read several documents in one round trip. Absent keys — and lapsed ones, whose expiry is at or
+        before :meth:`now`, or whose owner is absent — come back as ``Versioned(None, 0)``."""
 
     @abstractmethod
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
-        """Current values of quota counters (0 when never touched). For reporting, not for decisions."""
+        """Current values of quota counters (0 when never touched). For reporting, not for decisions: what
+        lapsed documents held is given back by the next commit of the scope (or :meth:`Backend.usage`)."""
 
-    def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
+    def commit(
+        self,
+        scope: str,
+        changes: ChangeSet,
+        *,
+        task: TaskWrite | None = None,
+        versions: dict[Key, int] | None = None,
+    ) -> int | None:
         """Apply ``changes`` atomically, all or nothing; with ``task``, save that task in the same step.
 
+        First, in the same atomic step, the scope's documents whose expiry is at or before :meth:`now` are
+        dropped with everything they own, and the quota amounts they hold are given back; then the checks,
+        then the writes. ``versions``, when given, is filled with the new version of every put document.
+
         Raises :class:`~stores.errors.ConflictError` when an expected version no longer holds (recompute and
-        retry), and :class:`~stores.errors.QuotaExceeded` when a quota would pass its limit (nothing written).
+        retry; a document that lapsed meanwhile is at version 0), and :class:`~stores.errors.QuotaExceeded`
+        when a quota would pass its limit (nothing written but the lapsed documents' drop, which no read could
+        tell from their absence).
 
         ``task`` (a :class:`TaskWrite` to a task store of the same backend, whose scope's partition is
         ``scope``) is saved exactly as :meth:`TaskStore.save` would, and the new task version is returned
@@ -96,21 +136,26 @@ class StateStore(ABC):
         A task store at another location raises :class:`ValueError`.
         """
         if task is None:
-            if not changes.expect and changes.is_empty:
+            if not changes.expect and changes.is_empty and not changes.extend:
                 return None  # nothing to check, nothing to write
-            self._commit_changes(scope, changes)
-            return None
-        if not task.store.joins(self):
-            raise ValueError(
-                "a task written with a commit must be on the same backend (and prefix) as the state store"
-            )
-        if task_partition(task.scope) != scope:
-            raise ValueError(f"task scope {task.scope!r} is not in the partition {scope!r}")
-        return task.store.save_with_changes(scope, changes, task)
+            written = self._commit_changes(scope, changes)
+            task_version = None
+        else:
+            if not task.store.joins(self):
+                raise ValueError(
+                    "a task written with a commit must be on the same backend (and prefix) as the state store"
+                )
+            if task_partition(task.scope) != scope:
+                raise ValueError(f"task scope {task.scope!r} is not in the partition {scope!r}")
+            task_version, written = task.store.save_with_changes(scope, changes, task, self.now())
+        if versions is not None:
+            versions.update(written)
+        return task_version
 
-    def _commit_changes(self, scope: str, changes: ChangeSet) -> None:
-        """Apply a change set that has something to check or write, atomically (see :meth:`commit`). Every
-        backend implements this; a wrapper (a read cache, a test double) overrides :meth:`commit` instead."""
+    def _commit_changes(self, scope: str, changes: ChangeSet) -> dict[Key, int]:
+        """Apply a change set that has something to check or write, atomically (see :meth:`commit`), and
+        return the new versions of the put documents. Every backend implements this; a wrapper (a read
+        cache, a test double) overrides :meth:`commit` instead."""
         raise NotImplementedError(f"{type(self).__name__} must implement _commit_changes or commit")
 
     def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
@@ -272,10 +317,13 @@ class TaskStore(ABC):
         """
 
     @abstractmethod
-    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
-        """Commit ``changes`` in state scope ``scope`` and save ``write`` in one atomic step. Only
-        :meth:`StateStore.commit` calls this, for a write whose store joins the state store and whose scope
-        is in partition ``scope``; it documents the errors."""
+    def save_with_changes(
+        self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
+    ) -> tuple[int, dict[Key, int]]:
+        """Commit ``changes`` in state scope ``scope`` and save ``write`` in one atomic step; returns the new
+        task version and the new versions of the put documents. ``now`` is the state store's clock (it
+        decides which documents lapsed). Only :meth:`StateStore.commit` calls this, for a write whose store
+        joins the state store and whose scope is in partition ``scope``; it documents the errors."""
 
     @abstractmethod
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
@@ -298,6 +346,26 @@ class TaskStore(ABC):
         """Release connections."""
 
 
+@dataclass(frozen=True, slots=True)
+class ScopeUsage:
+    """What one scope holds, for operators (:meth:`Backend.usage`): its quota counters, its live documents
+    (count, and bytes of their stored JSON), its tasks (count and bytes, as the task store counts them), and
+    per counter when the first document holding some of it lapses (``frees_at``, seconds since the epoch;
+    counters none of whose documents expire are left out)."""
+
+    scope: str
+    counters: dict[str, int] = field(default_factory=dict)
+    documents: int = 0
+    document_bytes: int = 0
+    tasks: int = 0
+    task_bytes: int = 0
+    frees_at: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.documents or self.tasks or any(self.counters.values()))
+
+
 class Backend(ABC):
     """A storage backend: one URL scheme, one connection, both stores."""
 
@@ -305,7 +373,23 @@ class Backend(ABC):
     local: ClassVar[bool] = False  # in-process: a read costs no round trip (nothing to gain from a cache)
 
     @abstractmethod
-    def state_store(self) -> StateStore: ...
+    def state_store(self, clock: Callable[[], float] | None = None) -> StateStore:
+        """The state store. Without ``clock`` (seconds since the epoch, default :func:`time.time`), always the
+        same instance; with one, a store over the same documents that decides expiry by that clock."""
+
+    @abstractmethod
+    def scopes(self) -> list[str]:
+        """Every scope that holds documents or tasks (sorted): what :meth:`usage` and :meth:`reset` take."""
+
+    @abstractmethod
+    def usage(self, scope: str, now: float | None = None) -> ScopeUsage:
+        """What ``scope`` holds, after dropping what lapsed by ``now`` (default: the current time)."""
+
+    @abstractmethod
+    def reset(self, scope: str) -> ScopeUsage:
+        """Drop every document, counter and task (with its event log) of ``scope`` in one atomic step, and
+        return what it held. Version counters survive, so no version is ever reused (see
+        :class:`StateStore` and :class:`TaskStore`)."""
 
     @abstractmethod
     def task_store(
@@ -341,6 +425,7 @@ __all__ = [
     "ChangeSet",
     "Key",
     "Lifecycle",
+    "ScopeUsage",
     "StateStore",
     "TaskDescriber",
     "TaskEvent",

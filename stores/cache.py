@@ -83,19 +83,33 @@ class CachingStateStore(StateStore):
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         return self.inner.counters(scope, names)
 
-    def commit(self, scope: str, changes: ChangeSet, *, task: TaskWrite | None = None) -> int | None:
+    def now(self) -> float:
+        return self.inner.now()
+
+    def commit(
+        self,
+        scope: str,
+        changes: ChangeSet,
+        *,
+        task: TaskWrite | None = None,
+        versions: dict[Key, int] | None = None,
+    ) -> int | None:
+        written: dict[Key, int] = {}
         try:
-            version = self.inner.commit(scope, changes, task=task)
+            version = self.inner.commit(scope, changes, task=task, versions=written)
         except ConflictError:
             # Something read is stale; which one the store does not say, so forget every cached one.
             self._forget(scope, changes.expect)
             raise
-        # Each put bumps its version by one (ChangeSet's contract): what was just written is what a read
-        # in this process would see next, unless another process writes it first (then: one conflict).
+        # What was just written, at the version the store gave it, is what a read in this process would see
+        # next, unless another process writes it first (then: one conflict). A version is never reused for a
+        # key (StateStore), so a copy kept here can never match a later incarnation of its document.
         self._forget(scope, changes.delete)
         for key, value in changes.put.items():
-            if key[0] in self.kinds and key in changes.expect:
-                self._remember(scope, key, codec.dumps(value), changes.expect[key] + 1)
+            if key[0] in self.kinds and key in written:
+                self._remember(scope, key, codec.dumps(value), written[key])
+        if versions is not None:
+            versions.update(written)
         return version
 
     def close(self) -> None:

@@ -26,12 +26,17 @@ class TaskConflict(StoreError):
 
 
 class QuotaExceeded(StoreError):
-    """A quota would pass its limit; nothing was written."""
+    """A quota would pass its limit; nothing was written (documents past their expiry may have been dropped).
 
-    def __init__(self, name: str, limit: int) -> None:
+    ``frees_at`` is when the first document that holds some of this counter (see
+    :class:`~stores.changes.Lease`) lapses, in seconds since the epoch; ``None`` when none of them expires.
+    """
+
+    def __init__(self, name: str, limit: int, frees_at: float | None = None) -> None:
         super().__init__(f"quota {name!r} would exceed its limit of {limit}")
         self.name = name
         self.limit = limit
+        self.frees_at = frees_at
 
 
 class TaskTooLarge(StoreError):

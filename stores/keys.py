@@ -43,6 +43,20 @@ def counters(prefix: str, scope: str) -> str:
     return f"{scope_tag(prefix, scope)}:cnt"
 
 
+def retention(prefix: str, scope: str) -> list[str]:
+    """A scope's retention keys (``stores/lua/changes.lua``): the expiries sorted set (``kind/id`` → expiry
+    time), the owners hash (``kind/id`` → owner's ``kind/id``), the dependents sorted set (``owner|kind/id``,
+    ranged by lex) and the holds hash (``kind/id`` → JSON of the quota amounts it holds)."""
+    tag = scope_tag(prefix, scope)
+    return [f"{tag}:exp", f"{tag}:own", f"{tag}:deps", f"{tag}:hold"]
+
+
+def registry(prefix: str) -> str:
+    """Set: every scope (raw name) that committed under ``prefix``, for operators (``Backend.scopes``). The one
+    key outside a scope's hash tag: every commit adds its scope."""
+    return f"{prefix}:scopes"
+
+
 def document_field(key: Key) -> str:
     kind, ident = key
     return f"{_escape(kind)}/{_escape(ident)}"
@@ -84,7 +98,12 @@ def task_field_prefix(scope: str) -> str:
 
 def task_events(prefix: str, scope: str, task_id: str) -> str:
     """Stream: the task's event log (in its tenant's slot)."""
-    return f"{task_tag(prefix, task_partition(scope))}:events:{task_field(scope, task_id)}"
+    return task_events_prefix(prefix, task_partition(scope)) + task_field(scope, task_id)
+
+
+def task_events_prefix(prefix: str, partition: str) -> str:
+    """What every event stream key of a partition starts with: the rest is the task's field."""
+    return f"{task_tag(prefix, partition)}:events:"
 
 
 def all_keys_pattern(prefix: str) -> str:

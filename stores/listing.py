@@ -3,7 +3,8 @@
 A backend hands over one :class:`Row` per retained task of the scope; :func:`select_page` returns the page's
 task ids, the continuation token and the total. The token names the last row's position
 ``(timestamp, sequence)``, and the next page is "rows strictly after that position", so evicting earlier rows
-(or the cursor row itself) never shifts the continuation.
+(or the cursor row itself) never shifts the continuation. A backend that reads the rows and the page's bodies
+in two steps settles the page by the rows read with the bodies (:meth:`PagePlan.settle`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from stores.base import TaskQuery
 from stores.errors import InvalidCursor
 
 MAX_PAGE_SIZE = 100
+Position = tuple[int, int, int]  # a row's place in the listing: ascending = newest first (Row.position)
 
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
@@ -74,7 +76,7 @@ class Row:
     context_id: str | None
     state: str | None
 
-    def position(self) -> tuple[int, int, int]:
+    def position(self) -> Position:
         """Sort key, ascending = newest first; tasks without a valid timestamp sort last."""
         instant = parse_instant(self.status_timestamp)
         if instant is None:
@@ -120,13 +122,13 @@ class CursorSigner:
     def _mac(self, body: bytes) -> bytes:
         return hmac.new(self._secret, body, hashlib.sha256).digest()
 
-    def issue(self, scope: str, fingerprint: str, position: tuple[int, int, int]) -> str:
+    def issue(self, scope: str, fingerprint: str, position: Position) -> str:
         body = json.dumps(
             {"s": self.store_id, "c": scope, "f": fingerprint, "p": list(position)}, separators=(",", ":")
         ).encode()
         return f"{_b64(body)}.{_b64(self._mac(body))}"
 
-    def position(self, token: str, scope: str, fingerprint: str) -> tuple[int, int, int]:
+    def position(self, token: str, scope: str, fingerprint: str) -> Position:
         """The position a token continues after; :class:`InvalidCursor` unless it is ours and matches."""
         try:
             body_text, mac_text = token.split(".")
@@ -164,9 +166,34 @@ def _unb64(text: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class PagePlan:
+    """One page as selected: its task ids in order, the continuation token, the total, and the page's window
+    of positions: strictly after ``after`` (``None``: from the newest) and, when a later page follows, at or
+    before ``last``, where the token continues."""
+
     task_ids: list[str]
     next_page_token: str
     total_size: int
+    after: Position | None = None
+    last: Position | None = None
+
+    def settle(self, rows: Iterable[Row], query: TaskQuery) -> list[str]:
+        """The page's task ids, given their rows as read again together with their bodies (a backend that
+        cannot select and read in one atomic step reads twice; tasks may change in between).
+
+        Ordered by those rows, so the page is newest first by the timestamps it returns; a row that no longer
+        matches the filters, or whose new position has left the page's window, is left out (it belongs to
+        another page now: a task updated meanwhile is at the top of a fresh listing). Rows of other tasks are
+        ignored, and a task that is gone is simply missing."""
+        wanted = set(self.task_ids)
+        kept = sorted(
+            (row.position(), row.task_id)
+            for row in rows
+            if row.task_id in wanted
+            and matches(row, query)
+            and (self.after is None or row.position() > self.after)
+            and (self.last is None or row.position() <= self.last)
+        )
+        return [task_id for _, task_id in kept]
 
 
 def select_page(rows: Iterable[Row], scope: str, query: TaskQuery, signer: CursorSigner) -> PagePlan:
@@ -177,5 +204,6 @@ def select_page(rows: Iterable[Row], scope: str, query: TaskQuery, signer: Curso
     matching = sorted((row.position(), row.task_id) for row in rows if matches(row, query))
     remaining = [item for item in matching if after is None or item[0] > after]
     page = remaining[: query.page_size]
-    token = signer.issue(scope, fingerprint, page[-1][0]) if len(remaining) > len(page) else ""
-    return PagePlan([task_id for _, task_id in page], token, len(matching))
+    last = page[-1][0] if len(remaining) > len(page) else None
+    token = signer.issue(scope, fingerprint, last) if last is not None else ""
+    return PagePlan([task_id for _, task_id in page], token, len(matching), after, last)

@@ -1,14 +1,20 @@
-"""The in-process backend (``memory://``): both stores in this process's memory, for a single process."""
+"""The in-process backend (``memory://``): both stores in this process's memory, for a single process.
+
+Operators reach it only from inside the serving process: :meth:`MemoryBackend.usage` and
+:meth:`MemoryBackend.reset` work as on Redis, but another process (``quineling store …``) cannot see this
+memory, and restarting the server empties it (docs/decisions-runtime.md, "Retention").
+"""
 
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
-from stores.base import Backend, TaskDescriber, TaskLimits, TaskStore
+from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.listing import CursorSigner
-from stores.memory_data import MemoryData
+from stores.memory_data import MemoryData, drop_scope_documents, sweep
 from stores.memory_state import MemoryStateStore
 from stores.memory_tasks import MemoryTaskStore
 
@@ -25,8 +31,8 @@ class MemoryBackend(Backend):
         self._state = MemoryStateStore(self._data)
         self._signer = CursorSigner(secrets.token_hex(8), secrets.token_bytes(32))
 
-    def state_store(self) -> MemoryStateStore:
-        return self._state
+    def state_store(self, clock: Callable[[], float] | None = None) -> MemoryStateStore:
+        return self._state if clock is None else MemoryStateStore(self._data, clock)
 
     def task_store(
         self,
@@ -39,3 +45,49 @@ class MemoryBackend(Backend):
 
     def ping(self) -> None:
         """Nothing to reach: the data is in this process."""
+
+    def scopes(self) -> list[str]:
+        data = self._data
+        with data.lock:
+            held = {scope for scope, docs in data.documents.items() if docs}
+            held |= {scope for scope, tasks in data.tasks.items() if tasks}
+            held |= {scope for scope, counters in data.counters.items() if any(counters.values())}
+        return sorted(held)
+
+    def usage(self, scope: str, now: float | None = None) -> ScopeUsage:
+        with self._data.lock:
+            sweep(self._data, scope, time.time() if now is None else now)
+            return self._usage(scope)
+
+    def reset(self, scope: str) -> ScopeUsage:
+        data = self._data
+        with data.lock:
+            held = self._usage(scope)
+            drop_scope_documents(data, scope)
+            for ref in data.tasks.pop(scope, {}):
+                data.events.pop(ref, None)
+                data.paused.pop(ref, None)
+            data.changed.notify_all()
+            return held
+
+    def _usage(self, scope: str) -> ScopeUsage:
+        """What ``scope`` holds as it stands. Under the lock."""
+        data = self._data
+        docs = data.documents.get(scope, {})
+        counters = {name: value for name, value in data.counters.get(scope, {}).items() if value}
+        leases = data.leases.get(scope)
+        frees_at = {}
+        for name in counters:
+            at = leases.frees_at(name) if leases else None
+            if at is not None:
+                frees_at[name] = at
+        tasks = data.tasks.get(scope, {})
+        return ScopeUsage(
+            scope,
+            counters,
+            len(docs),
+            sum(len(text.encode()) for text in docs.values()),
+            len(tasks),
+            sum(entry.size for entry in tasks.values()),
+            frees_at,
+        )

@@ -2,30 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 from stores.base import StateStore, Versioned
 from stores.changes import ChangeSet, Key
-from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes
+from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
 from stores.records import decode
 
 
 class MemoryStateStore(StateStore):
-    def __init__(self, data: MemoryData) -> None:
+    def __init__(self, data: MemoryData, clock: Callable[[], float] | None = None) -> None:
         self._data = data
+        self._clock = clock or time.time
 
     @property
     def data(self) -> MemoryData:
         return self._data
 
+    def now(self) -> float:
+        return float(self._clock())
+
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        now = self.now()
         with self._data.lock:
             docs = self._data.documents.get(scope, {})
             versions = self._data.versions.get(scope, {})
             result: dict[Key, Versioned] = {}
             for key in keys:
                 text = docs.get(key)
-                result[key] = Versioned(None if text is None else decode(text), versions.get(key, 0))
+                if text is None or not self._data.alive(scope, key, now):
+                    result[key] = Versioned(None, 0)
+                else:
+                    result[key] = Versioned(decode(text), versions.get(key, 0))
             return result
 
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
@@ -37,8 +46,10 @@ class MemoryStateStore(StateStore):
     def location(self) -> object:
         return self._data
 
-    def _commit_changes(self, scope: str, changes: ChangeSet) -> None:
+    def _commit_changes(self, scope: str, changes: ChangeSet) -> dict[Key, int]:
         prepared = prepare_changes(scope, changes)
+        now = self.now()
         with self._data.lock:
+            sweep(self._data, scope, now)
             check_changes(self._data, prepared)
-            apply_changes(self._data, prepared)
+            return apply_changes(self._data, prepared)

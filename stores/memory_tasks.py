@@ -25,10 +25,10 @@ from stores.base import (
     Versioned,
     task_partition,
 )
-from stores.changes import ChangeSet
+from stores.changes import ChangeSet, Key
 from stores.errors import TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes
+from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
 from stores.records import decode, encode, expected_version
 
 TaskRef = tuple[str, str]  # (scope, task id)
@@ -115,18 +115,21 @@ class MemoryTaskStore(TaskStore):
             self._expire(now)
             return self._apply(prepared, self._plan(prepared), now)
 
-    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+    def save_with_changes(
+        self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
+    ) -> tuple[int, dict[Key, int]]:
         """Check the change set, then the task save, and only then write both (see ``StateStore.commit``)."""
         prepared = self._prepare(write.scope, write.task, write.events, write.expect_version)
         staged = prepare_changes(scope, changes)
         with self._data.lock:
-            now = self._clock()
-            self._expire(now)
+            task_now = self._clock()
+            self._expire(task_now)
+            sweep(self._data, scope, now)
             check_changes(self._data, staged)
             self._refuse_too_large(prepared)
             plan = self._plan(prepared)
-            apply_changes(self._data, staged)
-            return self._apply(prepared, plan, now)
+            written = apply_changes(self._data, staged)
+            return self._apply(prepared, plan, task_now), written
 
     def _prepare(
         self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None

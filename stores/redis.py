@@ -6,23 +6,36 @@ come from :mod:`stores.keys`; scripts from :mod:`stores.lua`; the client from :m
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
-from stores.base import Backend, TaskDescriber, TaskLimits, TaskStore
+from stores import keys
+from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
+from stores.redis_changes import frees_at, state_keys, text
 from stores.redis_connection import Connection
 from stores.redis_state import RedisStateStore
 from stores.redis_tasks import EventLogSettings, RedisTaskStore
+
+# The client's deadlines when none are given (QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS and
+# QUINELING_REDIS_TIMEOUT_SECONDS default to the same): redis-py's own defaults change between releases.
+DEFAULT_CONNECT_TIMEOUT = 2.0
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_MAX_BLOCK = 15.0  # the longest a blocking event read waits on the server (the keep-alive period)
 
 
 class RedisBackend(Backend):
     """Both stores in one Redis; pass ``client=`` to inject one (tests use ``fakeredis.FakeRedis()``).
 
-    ``prefix`` namespaces every key, so several deployments (or test runs) can share one server. Blocking
-    event reads hold one pooled connection for up to their timeout, so a ``socket_timeout`` client option
-    must exceed the longest ``read_events`` timeout.
+    ``prefix`` namespaces every key, so several deployments (or test runs) can share one server.
+
+    Every call has a deadline: ``socket_connect_timeout`` to connect, ``socket_timeout`` for each reply. A
+    blocking event read (``XREAD BLOCK``) waits up to ``max_block_seconds`` for its reply by design, so it runs
+    on a second pool whose read timeout is ``max_block_seconds + socket_timeout``; ``read_events`` never
+    blocks longer than ``max_block_seconds``. One pool with the longer timeout would let every ordinary call
+    hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
     """
 
     scheme = ("redis", "rediss", "unix")
@@ -35,19 +48,39 @@ class RedisBackend(Backend):
         prefix: str = "q",
         events_maxlen: int = 1000,
         events_ttl_seconds: float = 24 * 3600,
+        socket_connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        socket_timeout: float = DEFAULT_TIMEOUT,
+        max_block_seconds: float = DEFAULT_MAX_BLOCK,
         **client_options: Any,
     ) -> None:
+        for name, value in (
+            ("socket_connect_timeout", socket_connect_timeout),
+            ("socket_timeout", socket_timeout),
+            ("max_block_seconds", max_block_seconds),
+        ):
+            if not 0 < value < float("inf"):
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        blocking = None
         if client is None:
-            client = redis.Redis.from_url(url, **client_options)
+            # retry=None: redis-py repeats no call by itself (Connection decides what may be repeated).
+            options = {"socket_connect_timeout": socket_connect_timeout, "retry": None, **client_options}
+            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
+            blocking = redis.Redis.from_url(url, socket_timeout=max_block_seconds + socket_timeout, **options)
         self.url = url
         self.prefix = prefix
         self.events_maxlen = events_maxlen
         self.events_ttl_seconds = events_ttl_seconds
-        self.connection = Connection(client)
+        self.max_block_seconds = max_block_seconds
+        self.connection = Connection(client, blocking)
         self._state = RedisStateStore(self.connection, prefix)
+        # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
+        # nothing more. reset is not repeated: between a lost reply and a repeat, new writes could land and
+        # be dropped unasked; the operator sees the error and runs it again.
+        self._usage = self.connection.script("changes", "scope_report", "usage", repeatable=True)
+        self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=False)
 
-    def state_store(self) -> RedisStateStore:
-        return self._state
+    def state_store(self, clock: Callable[[], float] | None = None) -> RedisStateStore:
+        return self._state if clock is None else self._state.with_clock(clock)
 
     def task_store(
         self,
@@ -65,13 +98,49 @@ class RedisBackend(Backend):
             describe,
             clock,
             events,
+            self.max_block_seconds,
         )
 
     def ping(self) -> None:
-        self.connection.command("ping")
+        self.connection.command("ping", repeatable=True)  # a read
+
+    def scopes(self) -> list[str]:
+        """The registry's members (one SMEMBERS): every scope that committed since it last held nothing."""
+        return sorted(
+            text(member)
+            for member in self.connection.command("smembers", keys.registry(self.prefix), repeatable=True)
+        )
+
+    def usage(self, scope: str, now: float | None = None) -> ScopeUsage:
+        """One EVALSHA of ``lua/usage.lua``: drop what lapsed, then report."""
+        stats = keys.task_keys(self.prefix, scope)["stats"]
+        at = time.time() if now is None else now
+        return _usage(scope, self._usage([*state_keys(self.prefix, scope), stats], [repr(float(at)), scope]))
+
+    def reset(self, scope: str) -> ScopeUsage:
+        """One EVALSHA of ``lua/reset.lua``: the scope's documents and tasks go in one atomic step."""
+        task_keys = list(keys.task_keys(self.prefix, scope).values())
+        streams = keys.task_events_prefix(self.prefix, scope)
+        reply = self._reset(
+            [*state_keys(self.prefix, scope), *task_keys], [repr(time.time()), scope, streams]
+        )
+        return _usage(scope, reply)
 
     def round_trips(self) -> int:
         return self.connection.round_trips
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _usage(scope: str, reply: Any) -> ScopeUsage:
+    """A ``lua/scope_report.lua`` report."""
+    counters: dict[str, int] = {}
+    frees: dict[str, float] = {}
+    for i in range(4, len(reply), 3):
+        name = text(reply[i])
+        counters[name] = int(text(reply[i + 1]))
+        at = frees_at(reply[i + 2])
+        if at is not None:
+            frees[name] = at
+    return ScopeUsage(scope, counters, int(reply[0]), int(reply[1]), int(reply[2]), int(reply[3]), frees)

@@ -1,5 +1,20 @@
-"""One Redis client shared by the Redis backend's stores: per-thread connections, round-trip counting, the
-mapping of driver errors to store errors, and the Lua scripts of ``stores/lua``."""
+"""One Redis client shared by the Redis backend's stores: per-thread connections, a separate pool for blocking
+reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/lua``.
+
+Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
+
+* Every call has a deadline: the client's connect and read timeouts (``socket_connect_timeout``,
+  ``socket_timeout``), and for a blocking event read the blocking pool's longer read timeout.
+* A thread's own connection is checked before each call: if the server closed it (a restart, a killed
+  client, an idle timeout), it is dropped and the call connects afresh, so the first request after Redis
+  comes back does not fail on a dead socket. Nothing is sent on a connection known to be dead.
+* A call that is safe to repeat (``repeatable=True``: a read, or a script whose second run changes nothing the
+  first did not) is sent once more when it fails with a connection error; a write is never repeated, because
+  the first attempt may have been applied before its reply was lost.
+* Every driver failure becomes a :class:`~stores.errors.StoreError`: transient ones (connection, timeout,
+  loading, read-only replica, out of memory, script cache flushed, busy, socket errors) as
+  :class:`~stores.errors.StoreUnavailable`, anything else as a plain ``StoreError``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +25,7 @@ from importlib import resources
 from typing import Any
 
 import redis
+from redis import exceptions as rex
 
 from stores.errors import StoreError, StoreUnavailable
 
@@ -30,18 +46,62 @@ def _forked() -> None:
 
 os.register_at_fork(after_in_child=_forked)
 
+# Server states that pass: a restarted server loading its data, a replica during failover, a full server,
+# a flushed script cache (redis-py reloads a missing script itself; a flush between its load and its call
+# is what remains). The request may be sent again once the state has passed.
+_TRANSIENT = (
+    rex.ConnectionError,  # includes BusyLoadingError (LOADING) and MaxConnectionsError
+    rex.TimeoutError,
+    rex.ReadOnlyError,  # READONLY: a replica, e.g. the old primary during a failover
+    rex.OutOfMemoryError,  # OOM: maxmemory reached with a no-eviction policy
+    rex.NoScriptError,
+    rex.TryAgainError,
+    rex.ClusterDownError,  # includes MasterDownError
+    OSError,  # a socket error redis-py did not wrap (socket.timeout is an OSError too)
+)
+# The same for error replies redis-py has no class for (a plain ResponseError starting with the code):
+# writes refused after a failed snapshot, a script running too long, too few replicas, a blocked read
+# released by a role change.
+_TRANSIENT_CODES = frozenset({"MISCONF", "BUSY", "NOREPLICAS", "UNBLOCKED"})
+
+
+def _transient(error: BaseException) -> bool:
+    if isinstance(error, _TRANSIENT):
+        return True
+    return isinstance(error, rex.ResponseError) and str(error).split(" ", 1)[0] in _TRANSIENT_CODES
+
+
+# Connection errors for which a repeat on a fresh connection can succeed at once: not a server that is still
+# loading, refuses our credentials or has no free connection.
+_NOT_REPEATED = (
+    rex.BusyLoadingError,
+    rex.AuthenticationError,
+    rex.AuthorizationError,
+    rex.MaxConnectionsError,
+)
+
+
+def _repeat_helps(error: BaseException) -> bool:
+    return isinstance(error, rex.ConnectionError) and not isinstance(error, _NOT_REPEATED)
+
 
 class Connection:
     """The client plus a round-trip counter: every server call of the backend goes through here.
 
     Each thread calls Redis on a connection of its own (a single-connection client over the shared pool,
-    made on the thread's first call): a server thread then never queues on the pool's lock or polls a pooled
-    connection for stray data before each command, which cost about a third of the CPU of a small command
-    under load. The connection returns to the pool when its thread ends; pipelines use the pool directly.
+    made on the thread's first call): a server thread then never queues on the pool's lock or goes through
+    its checkout and return before each command, which cost about a third of the CPU of a small command
+    under load. What the pool's checkout also did — notice a connection the server has closed — is kept as
+    one non-blocking poll of the thread's socket (:meth:`_drop_if_closed`, about 4 µs). The connection
+    returns to the pool when its thread ends; pipelines use the pool directly.
+
+    ``blocking`` is the client for blocking event reads (``XREAD BLOCK``), over a pool of its own whose read
+    timeout exceeds the longest block (see :class:`~stores.redis.RedisBackend`); ``None``: ``client``.
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, blocking: Any = None) -> None:
         self.shared = client
+        self.blocking = client if blocking is None else blocking
         self._scripts: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._round_trips = 0
@@ -49,19 +109,39 @@ class Connection:
 
     @property
     def client(self) -> Any:
-        """This thread's client."""
+        """This thread's client, its connection checked (see :meth:`_drop_if_closed`)."""
         own = self._own
         if getattr(own, "generation", None) != _fork_generation:
             own.client = redis.Redis(
                 connection_pool=self.shared.connection_pool, single_connection_client=True
             )
             own.generation = _fork_generation
+        self._drop_if_closed(own.client)
         return own.client
 
+    @staticmethod
+    def _drop_if_closed(client: Any) -> None:
+        """Disconnect the thread's connection if the server has closed it, or if it holds unread bytes (never
+        the case for an idle connection between two calls): one non-blocking poll of the socket, a few
+        microseconds. An unconnected one is left alone, so an outage costs one connect attempt per call, not
+        two. The pool does the same check for the connections it hands out (pipelines, blocking reads)."""
+        conn = getattr(client, "connection", None)
+        if conn is None or getattr(conn, "_sock", None) is None:
+            return
+        try:
+            stale = conn.can_read(timeout=0)
+        except (rex.ConnectionError, rex.TimeoutError, OSError):
+            stale = True
+        if stale:
+            conn.disconnect()
+
     def close(self) -> None:
-        """Disconnect every connection of the pool, including those the threads hold."""
+        """Disconnect every connection of both pools, including those the threads hold."""
         self.shared.close()
         self.shared.connection_pool.disconnect()
+        if self.blocking is not self.shared:
+            self.blocking.close()
+            self.blocking.connection_pool.disconnect()
 
     @property
     def round_trips(self) -> int:
@@ -71,29 +151,50 @@ class Connection:
         with self._lock:
             self._round_trips += 1
 
-    def _guard(self, call: Callable[[], Any]) -> Any:
+    def _guard(self, call: Callable[[], Any], *, repeatable: bool) -> Any:
         self._count()
         try:
+            try:
+                return call()
+            except rex.RedisError as error:
+                if not (repeatable and _repeat_helps(error)):
+                    raise
+            self._count()  # the one repeat, on a fresh connection (redis-py dropped the failed one)
             return call()
-        except (redis.ConnectionError, redis.TimeoutError) as error:
-            raise StoreUnavailable(f"Redis is unreachable: {error}") from error
-        except redis.RedisError as error:
-            raise StoreError(f"Redis refused the call: {error}") from error
+        except (rex.RedisError, OSError) as error:
+            if _transient(error):
+                raise StoreUnavailable(f"Redis is unavailable: {type(error).__name__}: {error}") from error
+            raise StoreError(f"Redis refused the call: {type(error).__name__}: {error}") from error
 
-    def command(self, name: str, *args: Any, **options: Any) -> Any:
-        return self._guard(lambda: getattr(self.client, name)(*args, **options))
+    def command(self, name: str, *args: Any, repeatable: bool, **options: Any) -> Any:
+        """One command on this thread's connection; ``repeatable``: safe to send twice (see module doc)."""
+        return self._guard(lambda: getattr(self.client, name)(*args, **options), repeatable=repeatable)
 
-    def pipeline(self, fill: Callable[[Any], None], *, transaction: bool = True) -> list[Any]:
-        pipe = self.shared.pipeline(transaction=transaction)
-        fill(pipe)
-        replies: list[Any] = self._guard(pipe.execute)
+    def blocking_command(self, name: str, *args: Any, **options: Any) -> Any:
+        """A read that may block on the server (``XREAD BLOCK``), on a connection of the blocking pool. A read
+        only, so it is repeated once after a connection error."""
+        return self._guard(lambda: getattr(self.blocking, name)(*args, **options), repeatable=True)
+
+    def pipeline(
+        self, fill: Callable[[Any], None], *, repeatable: bool, transaction: bool = True
+    ) -> list[Any]:
+        def run() -> list[Any]:
+            pipe = self.shared.pipeline(transaction=transaction)
+            fill(pipe)
+            replies: list[Any] = pipe.execute()
+            return replies
+
+        replies: list[Any] = self._guard(run, repeatable=repeatable)
         return replies
 
-    def script(self, *names: str) -> Callable[[Sequence[str], Sequence[Any]], Any]:
-        """A registered script (prelude files first); calling it is one EVALSHA."""
+    def script(self, *names: str, repeatable: bool) -> Callable[[Sequence[str], Sequence[Any]], Any]:
+        """A registered script (prelude files first); calling it is one EVALSHA (plus a SCRIPT LOAD when the
+        server does not know it yet, e.g. after a restart). ``repeatable``: see the module doc."""
         name = "+".join(names)
         with self._lock:
             script = self._scripts.get(name)
             if script is None:
                 script = self._scripts[name] = self.shared.register_script(lua_source(*names))
-        return lambda keys_, args: self._guard(lambda: script(keys_, args, client=self.client))
+        return lambda keys_, args: self._guard(
+            lambda: script(keys_, args, client=self.client), repeatable=repeatable
+        )

@@ -1,4 +1,4 @@
-"""The Redis backend's task store: every call is one EVALSHA (list: one EVALSHA plus one HMGET).
+"""The Redis backend's task store: every call is one EVALSHA (list: two).
 
 Capacity is per partition (tenant), and a partition's task keys share its state scope's hash tag (see
 :mod:`stores.keys`), so one script can save a task and commit that tenant's change set in one slot
@@ -31,11 +31,11 @@ from stores.base import (
     Versioned,
     task_partition,
 )
-from stores.changes import ChangeSet
+from stores.changes import ChangeSet, Key
 from stores.errors import StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.records import decode, encode, expected_version
-from stores.redis_changes import change_args, raise_state_refusal, state_keys, text
+from stores.redis_changes import change_args, raise_state_refusal, state_keys, text, written_versions
 from stores.redis_connection import Connection
 
 _PRELUDE = "expire_paused"
@@ -64,6 +64,7 @@ class RedisTaskStore(TaskStore):
         describe: TaskDescriber,
         clock: Callable[[], float] | None,
         events: EventLogSettings,
+        max_block_seconds: float = 15.0,
     ) -> None:
         self.limits = limits
         self.describe = describe
@@ -72,10 +73,21 @@ class RedisTaskStore(TaskStore):
         self._location = location
         self._events = events
         self._clock = clock or time.time
-        self._load = self._conn.script(_PRELUDE, "task_load")
-        self._save = self._conn.script(_PRELUDE, "task_write", "task_save")
-        self._commit_task = self._conn.script(_PRELUDE, "task_write", "changes", "commit_task")
-        self._list = self._conn.script(_PRELUDE, "task_list")
+        self._max_block = max_block_seconds
+        # A load or a listing may be sent twice: besides reading, each only drops paused tasks that expired
+        # by the cutoff it was given and creates the cursor identity if missing, and a second run with the
+        # same arguments finds nothing more to do.
+        self._load = self._conn.script(_PRELUDE, "task_load", repeatable=True)
+        self._list = self._conn.script(_PRELUDE, "task_list", repeatable=True)
+        self._page = self._conn.script("task_page", repeatable=True)  # reads only
+        # Saves are never repeated. A save whose reply was lost may have been applied: a repeat of an
+        # unconditional save would append its events twice, a conditional one would fail as a conflict
+        # with itself (reported as a concurrent change), and one that commits a change set could apply
+        # its quota deltas twice.
+        self._save = self._conn.script(_PRELUDE, "task_write", "task_save", repeatable=False)
+        self._commit_task = self._conn.script(
+            _PRELUDE, "task_write", "changes", "commit_task", repeatable=False
+        )
 
     @property
     def location(self) -> object:
@@ -105,10 +117,13 @@ class RedisTaskStore(TaskStore):
         if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
             raise TaskTooLarge(f"task {task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}")
         stream = keys.task_events(self._prefix, scope, task_id)
-        reply = self._save([*self._keys(scope), stream], args)
+        registry = keys.registry(self._prefix)  # the partition joins the operators' registry of scopes
+        reply = self._save([*self._keys(scope), stream, registry], [task_partition(scope), *args])
         return self._saved(task_id, expect, reply)
 
-    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+    def save_with_changes(
+        self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
+    ) -> tuple[int, dict[Key, int]]:
         """One EVALSHA of ``lua/commit_task.lua``: the change set and the save, all or nothing.
 
         No early size refusal here: a state conflict or quota must be reported first (see
@@ -116,9 +131,9 @@ class RedisTaskStore(TaskStore):
         task_id, expect, args = self._write_args(write.scope, write.task, write.events, write.expect_version)
         stream = keys.task_events(self._prefix, write.scope, task_id)
         script_keys = [*self._keys(write.scope), stream, *state_keys(self._prefix, scope)]
-        reply = self._commit_task(script_keys, [*change_args(changes), *args])
+        reply = self._commit_task(script_keys, [*change_args(scope, changes, now), *args])
         raise_state_refusal(reply)
-        return self._saved(task_id, expect, reply)
+        return self._saved(task_id, expect, reply), written_versions(changes, reply[3:])
 
     def _write_args(
         self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
@@ -158,6 +173,10 @@ class RedisTaskStore(TaskStore):
         return int(reply[2])
 
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
+        """Two round trips: the scope's index (``lua/task_list.lua``), then the page's bodies together with
+        their listing info as they are now (``lua/task_page.lua``). The page is settled by what the second read saw
+        (:meth:`~stores.listing.PagePlan.settle`), so a task updated between the two reads is placed by
+        its new timestamp or left to the page it now belongs to, and every page is newest first."""
         _, cutoff = self._times()
         prefix = keys.task_field_prefix(scope)
         identity = keys.task_identity(self._prefix, task_partition(scope))
@@ -165,21 +184,28 @@ class RedisTaskStore(TaskStore):
         task_keys = self._keys(scope)
         reply = self._list([*task_keys, identity], [cutoff, prefix, *candidate])
         signer = CursorSigner(text(reply[0]), bytes.fromhex(text(reply[1])))
-        rows = []
-        for i in range(2, len(reply), 3):
-            info = decode(reply[i + 1])
-            rows.append(Row(text(reply[i]), info["ts"], int(reply[i + 2]), info["ctx"], info["state"]))
+        rows = [_row(reply[i], reply[i + 1], reply[i + 2]) for i in range(2, len(reply), 3)]
         plan = select_page(rows, scope, query, signer)
         if not plan.task_ids:
             return TaskPage([], plan.next_page_token, plan.total_size)
-        # Live listing: a task evicted between the two round trips is simply left out.
-        bodies = self._conn.command("hmget", task_keys[0], plan.task_ids)
-        return TaskPage([decode(b) for b in bodies if b is not None], plan.next_page_token, plan.total_size)
+        reply = self._page(task_keys[:3], plan.task_ids)
+        now: dict[str, Row] = {}
+        body_of: dict[str, Any] = {}
+        for field, at in zip(plan.task_ids, range(0, len(reply), 3), strict=True):
+            body, info, sequence = reply[at : at + 3]
+            if body and info:  # evicted meanwhile: left out (a live listing)
+                now[field] = _row(field, info, sequence or 0)
+                body_of[field] = body
+        settled = plan.settle(now.values(), query)
+        return TaskPage([decode(body_of[field]) for field in settled], plan.next_page_token, plan.total_size)
 
     def read_events(self, scope: str, task_id: str, after: str | None, timeout: float) -> TaskEvents:
         stream = keys.task_events(self._prefix, scope, task_id)
-        options = {"block": max(1, int(timeout * 1000))} if timeout > 0 else {}
-        reply = self._conn.command("xread", {stream: after or "0-0"}, **options)
+        if timeout > 0:  # blocks on the server: the blocking pool's read timeout outlasts the block
+            block = max(1, int(min(timeout, self._max_block) * 1000))
+            reply = self._conn.blocking_command("xread", {stream: after or "0-0"}, block=block)
+        else:
+            reply = self._conn.command("xread", {stream: after or "0-0"}, repeatable=True)  # a read
         if isinstance(reply, dict):  # RESP3 answers with a mapping
             reply = list(reply.items())
         events: list[TaskEvent] = []
@@ -190,5 +216,11 @@ class RedisTaskStore(TaskStore):
 
     def last_event_id(self, scope: str, task_id: str) -> str | None:
         stream = keys.task_events(self._prefix, scope, task_id)
-        newest = self._conn.command("xrevrange", stream, "+", "-", count=1)
+        newest = self._conn.command("xrevrange", stream, "+", "-", count=1, repeatable=True)  # a read
         return text(newest[0][0]) if newest else None
+
+
+def _row(field: Any, info: Any, sequence: Any) -> Row:
+    """A listing row from a task's field, listing info JSON and admission sequence as Redis returns them."""
+    facts = decode(info)
+    return Row(text(field), facts["ts"], int(sequence), facts["ctx"], facts["state"])

@@ -12,7 +12,9 @@ from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
 from quineling.a2a.service import A2AService
+from quineling.a2a.streams import StreamSlots, stop_probe
 from quineling.a2a.versions import normalize_version
+from quineling.config import Settings
 
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
 EXTENSION_NAME = "quineling"
@@ -29,6 +31,8 @@ class A2AState:
     request_limit_bytes: int = 2 * 1024 * 1024
     card_max_age: int = 3600
     tenants: frozenset[str] | None = frozenset()  # served besides the default tenant; None = any
+    # This worker's open subscriptions (create_app sizes it from the settings).
+    streams: StreamSlots = field(default_factory=lambda: StreamSlots(Settings().stream_limit))
     extras: dict[str, Any] = field(default_factory=dict)
 
     def compat(self) -> V03Compat | None:
@@ -85,5 +89,8 @@ def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext
         raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
     headers = ("X-A2A-Extensions", "A2A-Extensions") if legacy else ("A2A-Extensions",)
     return CallContext(
-        tenant=tenant or "", requested_version=version, extensions=requested_extensions(*headers)
+        tenant=tenant or "",
+        requested_version=version,
+        extensions=requested_extensions(*headers),
+        should_stop=stop_probe(request.environ),
     )

@@ -1,9 +1,18 @@
 """``GET /.well-known/agent-card.json`` with caching headers; header-less and 0.x discovery gets the v0.3
-superset card (docs/decisions-a2a.md, "Where the protocol's sources disagree")."""
+superset card (docs/decisions-a2a.md, "Where the protocol's sources disagree").
+
+Validators (docs/decisions-a2a.md, "Bindings"): a strong ``ETag`` hashed from the card's bytes, and
+``Last-Modified``, the time this module was loaded. A server's master process loads it (through
+``quineling.config``) before it forks its workers, so every worker of one server sends the same time. The card
+is fixed by the settings, which only a restart changes, and a restart loads the module again: no card served
+is newer than that time. ``If-None-Match`` wins over ``If-Modified-Since`` (RFC 9110, section 13.2.2).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import time
+from datetime import UTC, datetime
 
 from flask import Blueprint, Response, request
 
@@ -13,6 +22,9 @@ from quineling.a2a.sse import compact
 from quineling.a2a.versions import is_legacy_request
 
 blueprint = Blueprint("a2a_discovery", __name__)
+
+# Whole seconds: an HTTP date has no finer resolution, and a client echoes it back in If-Modified-Since.
+LOADED_AT = datetime.fromtimestamp(int(time.time()), UTC)
 
 
 @blueprint.get(CARD_PATH)
@@ -31,10 +43,20 @@ def agent_card() -> Response:
     etag = hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
     response = Response(body, mimetype="application/json")
     response.set_etag(etag)
+    response.last_modified = LOADED_AT
     response.headers["Cache-Control"] = f"public, max-age={app_state.card_max_age}"
     if app_state.legacy_compat:
         response.headers["Vary"] = "A2A-Version"
-    if request.if_none_match.contains(etag):
+    if _not_modified(etag):
         response.status_code = 304
         response.set_data(b"")
     return response
+
+
+def _not_modified(etag: str) -> bool:
+    """RFC 9110, section 13.2.2: If-None-Match (weak comparison, as for GET) decides when present; only
+    without it does If-Modified-Since count, and an unparsable date is ignored."""
+    if "If-None-Match" in request.headers:
+        return request.if_none_match.contains_weak(etag)
+    since = request.if_modified_since
+    return since is not None and LOADED_AT <= since

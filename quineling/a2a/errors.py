@@ -29,9 +29,12 @@ class A2AError(Exception):
     status: ClassVar[str] = "INTERNAL"
     reason: ClassVar[str] = "INTERNAL_ERROR"
     default_message: ClassVar[str] = "Internal error"
-    # Only the nine A2A errors carry an ErrorInfo in JSON-RPC ``error.data``; JSON-RPC standard errors keep
-    # their plain shape there, but REST bodies always carry one (docs/decisions-a2a.md, as above).
+    # The nine A2A errors always carry an ErrorInfo in JSON-RPC ``error.data``; a JSON-RPC standard error
+    # carries one only when it has metadata (e.g. ``retryable``), and REST bodies always carry one
+    # (docs/decisions-a2a.md, as above).
     a2a: ClassVar[bool] = False
+    # Seconds a client should wait before sending the request again (HTTP ``Retry-After``); None: no hint.
+    retry_after: ClassVar[int | None] = None
 
     def __init__(
         self,
@@ -54,7 +57,7 @@ class A2AError(Exception):
     def to_jsonrpc(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` member: only ``code``/``message``/``data``."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.a2a:
+        if self.a2a or self.metadata:
             error["data"] = [self.error_info()]
         return error
 
@@ -96,6 +99,26 @@ class InvalidParamsError(A2AError):
 class InternalError(A2AError):
     code, http_status, status, reason = -32603, 500, "INTERNAL", "INTERNAL_ERROR"
     default_message = "Internal error"
+
+
+RETRY_AFTER_SECONDS = 1  # what an outage answer suggests: Redis restarts, fails over or resumes in seconds
+
+
+class UnavailableError(InternalError):
+    """A transient failure of what the agent depends on (its storage): JSON-RPC -32603 like any internal
+    error, HTTP 503 with ``Retry-After``, and always ``metadata.retryable = "true"`` and
+    ``metadata.retryAfterSeconds`` so JSON-RPC clients can tell it apart (docs/decisions-a2a.md, "Storage
+    outages")."""
+
+    http_status, status = 503, "UNAVAILABLE"
+    default_message = "Storage is unavailable; retry later"
+    retry_after = RETRY_AFTER_SECONDS
+
+    def __init__(
+        self, message: str | None = None, *, metadata: dict[str, str] | None = None, **kw: Any
+    ) -> None:
+        marker = {"retryable": "true", "retryAfterSeconds": str(self.retry_after)}
+        super().__init__(message, metadata={**(metadata or {}), **marker}, **kw)
 
 
 # --- A2A errors ----------------------------------------------------------------------------------------
@@ -162,7 +185,9 @@ def _concrete(cls: type[A2AError]) -> list[type[A2AError]]:
 
 
 ALL_ERRORS: tuple[type[A2AError], ...] = tuple(_concrete(A2AError))
-ERRORS_BY_CODE: dict[int, type[A2AError]] = {cls.code: cls for cls in ALL_ERRORS}
+ERRORS_BY_CODE: dict[int, type[A2AError]] = {}
+for _cls in ALL_ERRORS:  # a code's most general class (UnavailableError is an InternalError, -32603)
+    ERRORS_BY_CODE.setdefault(_cls.code, _cls)
 # Reasons are unique among the A2A errors only (the standard ones share INVALID_REQUEST etc.).
 ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ALL_ERRORS if cls.a2a}
 
@@ -171,16 +196,23 @@ ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ALL_ER
 
 
 def store_failure(exc: StoreError) -> InternalError:
-    """A store failure as the client sees it. Every request commits once, atomically, so a failed one
-    committed nothing and can be sent again."""
+    """A store failure as the client sees it.
+
+    Transient ones — the store is unreachable, stalled, restarting, or has no task it may evict — are an
+    :class:`UnavailableError` (503, ``Retry-After``, ``metadata.retryable``): a request whose store call was
+    refused committed nothing; one whose reply was lost (a timeout) may have committed, and a retry then finds
+    what it did (docs/decisions-a2a.md, "Storage outages"). Anything else is an :class:`InternalError`,
+    logged with its traceback."""
     if isinstance(exc, TaskTooLarge):
         return InternalError("Task storage refused the task: it exceeds the per-task size limit")
     if isinstance(exc, TaskStoreFull):
-        return InternalError("Task storage is full: no terminal or paused task can be evicted; retry later")
+        return UnavailableError(
+            "Task storage is full: no terminal or paused task can be evicted; retry later"
+        )
     if isinstance(exc, StoreUnavailable):
         # An outage hits every request: one line each, not a traceback each.
         log.warning("store unavailable: %s", exc)
-        return InternalError("Storage is unavailable; retry later")
+        return UnavailableError()
     log.error("store failure", exc_info=exc)
     return InternalError("Storage failed; retry later")
 

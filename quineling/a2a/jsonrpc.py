@@ -31,6 +31,7 @@ from quineling.a2a.errors import (
 )
 from quineling.a2a.service import A2AService
 from quineling.a2a.sse import compact, sse_response
+from quineling.a2a.streams import held_stream
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("a2a_jsonrpc", __name__)
@@ -41,6 +42,7 @@ class Method:
     call: Callable[[A2AService, Any, CallContext], Any]
     streaming: bool = False
     params_optional: bool = False  # GetExtendedAgentCard may omit params
+    subscription: bool = False  # stays open waiting for events: holds a stream slot (quineling.a2a.streams)
 
 
 METHODS: dict[str, Method] = {
@@ -50,7 +52,9 @@ METHODS: dict[str, Method] = {
     "ListTasks": Method(A2AService.list_tasks),
     "CancelTask": Method(A2AService.cancel_task),
     "SubscribeToTask": Method(
-        lambda service, params, ctx: service.subscribe_to_task(params, ctx, keepalive=True), streaming=True
+        lambda service, params, ctx: service.subscribe_to_task(params, ctx, keepalive=True),
+        streaming=True,
+        subscription=True,
     ),
     "CreateTaskPushNotificationConfig": Method(A2AService.create_push_config),
     "GetTaskPushNotificationConfig": Method(A2AService.get_push_config),
@@ -142,6 +146,15 @@ def endpoint() -> Response:
         if not isinstance(params, dict):
             raise InvalidParamsError("params must be an object")
         ctx = call_context(params.get("tenant"), version)
+        if method.subscription:
+            # A failure of the call itself propagates to the handler below (the slot is released first).
+            return held_stream(
+                app_state.streams,
+                lambda: _stream(
+                    method.call(app_state.service, params, ctx), rpc_id, lambda e: e.to_jsonrpc()
+                ),
+                lambda error: _json(_envelope(rpc_id, error=error.to_jsonrpc())),
+            )
         result = method.call(app_state.service, params, ctx)
     except _Reject as reject:
         return _json(_envelope(reject.rpc_id, error=reject.error.to_jsonrpc()), reject.http_status)
@@ -163,6 +176,16 @@ def _stream(events: Iterator[Any], rpc_id: Any, render_error: Callable[[A2AError
 
 
 def _call_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str) -> Response:
+    if compat.is_subscription(method):
+        return held_stream(
+            state().streams,
+            lambda: _answer_v03(compat, method, params, rpc_id, version),
+            lambda error: _json(_envelope(rpc_id, error=compat.error(error))),
+        )
+    return _answer_v03(compat, method, params, rpc_id, version)
+
+
+def _answer_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str) -> Response:
     service = state().service
     ctx = call_context(params.get("tenant") if isinstance(params, dict) else None, version, legacy=True)
     try:

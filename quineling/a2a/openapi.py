@@ -40,12 +40,15 @@ from quineling.a2a.errors import (
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
+    MethodNotFoundError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnavailableError,
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from quineling.a2a.wire import ROLES, TASK_STATES
 
 JSON = dict[str, Any]
 
@@ -54,6 +57,8 @@ ASSETS_PATH = "docs/assets"  # Swagger UI's files, under the binding's prefix
 ERROR_SCHEMA = "ErrorResponse"
 JSON_MEDIA_TYPES = ("application/json", "application/a2a+json")
 TENANT_TAG = "Tenant routes"
+TENANT_ROUTE_SUFFIX = "InTenantRoute"  # the body schemas of tenant routes, whose body `tenant` is ignored
+IGNORED_TENANT = "Ignored on this route: the tenant in the path wins."
 
 EXAMPLE_TASK_ID = "8c0f6a4e-5d7b-4f8e-9a51-2f3c4d5e6a7b"
 EXAMPLE_PATH_VALUES = {"task_id": EXAMPLE_TASK_ID, "config_id": "cfg-1"}
@@ -87,10 +92,15 @@ class Operation:
     body: JSON | None = None  # the example request body
     body_required: bool = True
     query: Mapping[str, Any] = field(default_factory=dict)  # example query values
-    stores: bool = True  # reads or writes task storage, so a storage failure is a 500
+    stores: bool = True  # reads or writes task storage, so a storage failure is a 500 or an outage a 503
     capability: str | None = None  # the card capability without which it never succeeds
     stream: bool = False
+    # Operations that take the answer's task id (`task.id`) as their `task_id`: OpenAPI links, which tell a
+    # client (and schemathesis' stateful run) how one call leads to the next.
+    links: tuple[str, ...] = ()
 
+
+_TASK_TOOLS = ("GetTask", "CancelTask", "SubscribeToTask", "SubscribeToTaskByPost")
 
 _TASK_NOT_FOUND = Failure(
     404,
@@ -153,6 +163,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
             },
             "configuration": {"historyLength": 1},
         },
+        links=_TASK_TOOLS,
     ),
     ("post", "/message:stream"): Operation(
         "SendStreamingMessage",
@@ -346,8 +357,9 @@ class Facts:
 # --- failures ------------------------------------------------------------------------------------------
 
 
-def failures_of(op: Operation, facts: Facts) -> list[Failure]:
-    """Every failure ``op`` can answer with: the binding's checks, the body's, storage's, then its own."""
+def failures_of(op: Operation, facts: Facts, path: str = "") -> list[Failure]:
+    """Every failure ``op`` at ``path`` can answer with: the binding's checks, the body's, storage's, then
+    its own."""
     found = [
         Failure(
             400,
@@ -373,10 +385,38 @@ def failures_of(op: Operation, facts: Facts) -> list[Failure]:
         Failure(
             415,
             ContentTypeNotSupportedError,
-            "the request has a body whose Content-Type is not `application/json` or `application/a2a+json`",
+            "the request has a body whose Content-Type is not `application/json` or `application/a2a+json`, "
+            "or a POST or DELETE carries neither a JSON Content-Type nor the `A2A-Version` header (the query "
+            "parameter does not count: a cross-site form can send it)",
             "Content-Type text/plain is not supported",
         ),
+        # The cross-site defences in front of every route (quineling/a2a/origin_guard.py).
+        Failure(
+            403,
+            InvalidRequestError,
+            "a browser sent an `Origin` that is neither this agent's own nor listed in `QUINELING_CORS_ORIGINS`",
+            "Origin 'https://elsewhere.example' may not call this agent: a web page of another origin needs "
+            "to be listed in QUINELING_CORS_ORIGINS",
+        ),
+        Failure(
+            421,
+            InvalidRequestError,
+            "the `Host` header names a host this agent does not serve: not the advertised one, the "
+            "listener's, a loopback name or one in `QUINELING_ALLOWED_HOSTS` (a DNS-rebinding defence)",
+            "Host 'elsewhere.example' is not served here: this agent answers to its advertised host "
+            "(QUINELING_BASE_URL), its listener address and loopback names; add other names to "
+            "QUINELING_ALLOWED_HOSTS",
+        ),
     ]
+    if "{task_id}" in path:
+        found.append(
+            Failure(
+                404,
+                MethodNotFoundError,
+                "the task id contains `:` or `/`, so the path names no operation (no task id does)",
+                "The requested URL was not found on the server.",
+            )
+        )
     if op.reads_body:
         found += [
             Failure(400, JSONParseError, "the body is not valid JSON"),
@@ -388,15 +428,21 @@ def failures_of(op: Operation, facts: Facts) -> list[Failure]:
             ),
         ]
     if op.stores:
-        found.append(
+        found += [
             Failure(
                 500,
                 InternalError,
-                "task storage failed, is full or unreachable, or the task kept changing under concurrent "
-                "requests; the message says what happened and `metadata.retryable` whether to retry",
-                "Storage is unavailable; retry later",
-            )
-        )
+                "task storage failed, or the task kept changing under concurrent requests; the message says "
+                "what happened and `metadata.retryable` whether to retry",
+                "Storage failed; retry later",
+            ),
+            Failure(
+                503,
+                UnavailableError,
+                "task storage is unreachable, stalled or restarting, or full of tasks that cannot be evicted: "
+                "always `metadata.retryable`; send the request again after `Retry-After` seconds",
+            ),
+        ]
     for own in op.failures:
         # An operation's own case of a common failure extends it (and gives the better example message).
         same = next((f for f in found if (f.status, f.error) == (own.status, own.error)), None)
@@ -456,6 +502,165 @@ def error_components() -> dict[str, JSON]:
     }
 
 
+# --- what the service reads: exact request schemas ------------------------------------------------------
+#
+# flask-smorest sees the message and configuration as free-form objects (the service validates them, see
+# quineling/a2a/wire.py and model.py). These schemas say what the service accepts, so a generated request
+# that matches them is accepted and one that breaks them is refused (tests/a2a/test_schemathesis.py checks
+# both). Field names are the camelCase ones; that the service also takes their snake_case spellings, and
+# `null` for an absent optional field, the document's introduction says.
+
+INT32_MAX = 2**31 - 1
+# An int32 may also be sent as a decimal string, as ProtoJSON allows (query values always are strings).
+_DECIMAL_STRING = {"type": "string", "pattern": r"^\s*[+]?\d{1,9}\s*$"}
+_BOOLEAN_STRING = {"type": "string", "pattern": "^(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"}
+# Standard or URL-safe base64, padded or not (model._raw): groups of four, then a tail of two or three.
+_B64 = "[A-Za-z0-9+/_-]"
+_BASE64_PATTERN = rf"^\s*(?:{_B64}{{4}})*(?:{_B64}{{2}}(?:==?)?|{_B64}{{3}}=?)?\s*$"
+_NOT_NULL = {  # any JSON value but null
+    "anyOf": [
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+    ]
+}
+
+
+def enum_schema(names: tuple[str, ...], *, nullable: bool) -> JSON:
+    """A protobuf enum as the service reads it (wire.enum): its name, or its number as a JSON number or a
+    decimal string."""
+    schema: JSON = {
+        "anyOf": [
+            {"type": "string", "enum": [*names, *(str(i) for i in range(len(names)))]},
+            {"type": "integer", "minimum": 0, "maximum": len(names) - 1},
+        ]
+    }
+    if nullable:
+        schema["nullable"] = True
+    return schema
+
+
+def _int32(minimum: int, description: str) -> JSON:
+    return {
+        "description": description,
+        "nullable": True,
+        "anyOf": [
+            {"type": "integer", "format": "int32", "minimum": minimum, "maximum": INT32_MAX},
+            _DECIMAL_STRING,
+        ],
+    }
+
+
+def request_components() -> dict[str, JSON]:
+    """The schemas of the message, its parts and the send configuration."""
+    text = {"type": "string", "nullable": True}
+    strings = {"type": "array", "items": {"type": "string"}, "nullable": True}
+    obj = {"type": "object", "additionalProperties": {}, "nullable": True}
+    return {
+        "Part": {
+            "type": "object",
+            "description": "One piece of content: exactly one of `text`, `raw` (base64), `url` or `data`. This "
+            "agent acts on a text part (a thought) or a JSON data part (a runtime request); a `raw` or `url` "
+            "part is accepted on the wire and fails the task.",
+            "properties": {
+                "text": text,
+                "raw": {
+                    **text,
+                    "format": "byte",
+                    "pattern": _BASE64_PATTERN,
+                    "description": "Base64, standard or URL-safe, padded or not",
+                },
+                "url": text,
+                "data": {"nullable": True, "description": "Any JSON value"},
+                "metadata": obj,
+                "filename": text,
+                "mediaType": {**text, "example": "application/json"},
+            },
+            "oneOf": [
+                {"required": ["text"], "properties": {"text": {"type": "string"}}},
+                {"required": ["raw"], "properties": {"raw": {"type": "string"}}},
+                {"required": ["url"], "properties": {"url": {"type": "string"}}},
+                {"required": ["data"], "properties": {"data": _NOT_NULL}},
+            ],
+        },
+        "Message": {
+            "type": "object",
+            "description": "The user message. The agent acts on a message with role `ROLE_USER` and exactly "
+            "one part; any other message is accepted on the wire and fails the task, not the request. "
+            "`taskId` continues a task (404 if this tenant has no such task, 400 if it is final), "
+            "`contextId` must then be the task's.",
+            "required": ["messageId"],
+            "properties": {
+                "messageId": {"type": "string", "minLength": 1},
+                "contextId": text,
+                "taskId": text,
+                "role": enum_schema(ROLES, nullable=True),
+                "parts": {"type": "array", "items": {"$ref": "#/components/schemas/Part"}, "nullable": True},
+                "metadata": obj,
+                "extensions": strings,
+                "referenceTaskIds": strings,
+            },
+        },
+        "SendMessageConfiguration": {
+            "type": "object",
+            "nullable": True,
+            "description": "How to answer. The work runs within the request, so `returnImmediately` changes "
+            "nothing; `acceptedOutputModes` is not read (answers are JSON).",
+            "properties": {
+                "historyLength": _int32(
+                    0,
+                    "How many of the most recent history messages the answer keeps: 0 none, above 1000 "
+                    "is cut to 1000; absent keeps all",
+                ),
+                "returnImmediately": {"nullable": True, "anyOf": [{"type": "boolean"}, _BOOLEAN_STRING]},
+                "acceptedOutputModes": {"description": "Not read by this agent"},
+            },
+        },
+    }
+
+
+# Body fields that flask-smorest documents as free-form objects, and the exact schema of each.
+_BODY_FIELDS = {
+    ("SendMessageRequest", "message"): "Message",
+    ("SendMessageRequest", "configuration"): "SendMessageConfiguration",
+}
+
+
+def version_pattern(versions: tuple[str, ...]) -> str:
+    """Every ``A2A-Version`` value the binding takes for ``versions`` (versions.normalize_version: blanks
+    around the parts, ``1`` for ``1.0``, anything after ``Major.Minor.``)."""
+    forms = []
+    for version in versions:
+        major, minor = version.split(".")
+        bare = "?" if minor == "0" else ""
+        forms.append(rf"{major}\s*(?:\.\s*{minor}\s*(?:\..*)?){bare}")
+    return r"^\s*(?:" + "|".join(forms) + r")\s*$"
+
+
+def stream_event_schema() -> JSON:
+    """One Server-Sent Event as OpenAPI 3.0 tools read a ``text/event-stream`` schema: the event's fields.
+    ``x-data-schema`` says what the JSON in ``data`` is (OpenAPI 3.0 has no keyword for it)."""
+    return {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "event": {
+                "type": "string",
+                "enum": ["message", "error"],
+                "description": "`message` (the default): `data` is a StreamResponse; `error`: the stream "
+                "failed after it started, `data` is an ErrorResponse and the stream ends",
+            },
+            "data": {"type": "string", "description": "One JSON object on one line"},
+        },
+        "x-data-schema": {
+            "message": {"$ref": "#/components/schemas/StreamResponse"},
+            "error": {"$ref": f"#/components/schemas/{ERROR_SCHEMA}"},
+        },
+    }
+
+
 def error_response(status: int, failures: list[Failure]) -> JSON:
     """The response object for ``status``: the error body narrowed to the codes and reasons it can carry."""
     narrowed = {
@@ -484,7 +689,7 @@ def error_response(status: int, failures: list[Failure]) -> JSON:
     }
     # The operation's own failure makes the most telling example; the common ones come first in the list.
     example = failures[-1].example()
-    return {
+    response: JSON = {
         "description": "\n".join(f"- `{f.error.reason}`: {f.when}" for f in failures),
         "content": {
             "application/json": {
@@ -493,6 +698,16 @@ def error_response(status: int, failures: list[Failure]) -> JSON:
             }
         },
     }
+    retry_after = {f.error.retry_after for f in failures if f.error.retry_after is not None}
+    if retry_after:
+        response["headers"] = {
+            "Retry-After": {
+                "description": "Seconds to wait before sending the request again.",
+                "required": True,
+                "schema": {"type": "integer", "minimum": 0, "example": min(retry_after)},
+            }
+        }
+    return response
 
 
 # --- the apispec plugin --------------------------------------------------------------------------------
@@ -503,6 +718,7 @@ class Documenter(BasePlugin):
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
+        self.tenant_route_bodies: set[str] = set()  # body schemas a tenant route refers to
 
     def init_spec(self, spec: APISpec) -> None:
         self.spec = spec
@@ -541,7 +757,7 @@ class Documenter(BasePlugin):
         parameters = [self._version_header()]
         for parameter in operation.get("parameters", []):
             if isinstance(parameter, dict) and parameter.get("in") == "query":
-                self._query_parameter(parameter, doc)
+                self._query_parameter(parameter, doc, tenant_route)
             parameters.append(parameter)
         operation["parameters"] = parameters
 
@@ -549,6 +765,8 @@ class Documenter(BasePlugin):
             body = operation["requestBody"]
             media = next(iter(body["content"].values()))
             body["required"] = doc.body_required
+            if tenant_route:
+                media = self._tenant_route_body(media)
             body["content"] = {
                 media_type: {**copy.deepcopy(media), "example": doc.body} for media_type in JSON_MEDIA_TYPES
             }
@@ -559,8 +777,10 @@ class Documenter(BasePlugin):
             if not str(status).startswith("2") or not succeeds:
                 continue  # flask-smorest's 422 and default error: this binding sends neither
             responses[str(status)] = self._success(response, doc)
+            if doc.links:
+                responses[str(status)]["links"] = self._links(doc, tenant_route)
         by_status: dict[int, list[Failure]] = {}
-        for failure in failures_of(doc, facts):
+        for failure in failures_of(doc, facts, path):
             by_status.setdefault(failure.status, []).append(failure)
         for status in sorted(by_status):
             responses[str(status)] = error_response(status, by_status[status])
@@ -612,9 +832,35 @@ class Documenter(BasePlugin):
         if doc.stream:
             response["description"] = (
                 "A stream of Server-Sent Events: each `data:` line holds one StreamResponse as JSON, the "
-                "first one the task."
+                "first one the task. Comment lines (`: keepalive`) may come between events."
             )
+            response["content"] = {"text/event-stream": {"schema": stream_event_schema()}}
         return response
+
+    @staticmethod
+    def _links(doc: Operation, tenant_route: bool) -> JSON:
+        suffix = "ForTenant" if tenant_route else ""
+        parameters = {"task_id": "$response.body#/task/id"}
+        if tenant_route:
+            parameters["tenant"] = "$request.path.tenant"
+        return {
+            target: {
+                "operationId": target + suffix,
+                "parameters": dict(parameters),
+                "description": f"{target} on the task this answer carries",
+            }
+            for target in doc.links
+        }
+
+    def _tenant_route_body(self, media: JSON) -> JSON:
+        """On a tenant route the body's ``tenant`` is ignored (the path's wins), so such a route refers to
+        a copy of the body schema whose ``tenant`` takes any string (made in :meth:`finish`)."""
+        ref = media.get("schema", {}).get("$ref", "")
+        name = ref.rsplit("/", 1)[-1]
+        if not name:
+            return media
+        self.tenant_route_bodies.add(name)
+        return {**media, "schema": {"$ref": f"#/components/schemas/{name}{TENANT_ROUTE_SUFFIX}"}}
 
     # -- parameters -----------------------------------------------------------------------------------
 
@@ -623,9 +869,15 @@ class Documenter(BasePlugin):
             "in": "header",
             "name": "A2A-Version",
             "required": True,
-            "description": "The A2A protocol version of the request. Without it a request is taken as v0.3, "
-            "which this binding does not serve. The query parameter `A2A-Version` is accepted instead.",
-            "schema": {"type": "string", "enum": list(self.facts.versions), "default": self.facts.newest},
+            "description": f"The A2A protocol version of the request: {', '.join(self.facts.versions)} (a "
+            "patch part is ignored, and `1` means `1.0`). Without it a request is taken as v0.3, which this "
+            "binding does not serve. The query parameter `A2A-Version` is accepted instead.",
+            # A pattern, not an enum: `1` and `1.0.2` are taken as 1.0 too.
+            "schema": {
+                "type": "string",
+                "pattern": version_pattern(self.facts.versions),
+                "default": self.facts.newest,
+            },
             "example": self.facts.newest,
         }
 
@@ -642,17 +894,32 @@ class Documenter(BasePlugin):
                 )
             return {"schema": schema, "description": description, "example": self.facts.example_tenant}
         if name == "task_id":
-            return {"description": "The task's id.", "example": EXAMPLE_TASK_ID}
+            # One path segment without ':' (rest.TaskIdConverter): ':' starts the custom method.
+            return {
+                "schema": {"type": "string", "minLength": 1, "pattern": "^[^/:]+$"},
+                "description": "The task's id.",
+                "example": EXAMPLE_TASK_ID,
+            }
         if name == "config_id":
             return {"description": "The push notification config's id.", "example": "cfg-1"}
         return {}
 
-    def _query_parameter(self, parameter: JSON, doc: Operation) -> None:
+    def _query_parameter(self, parameter: JSON, doc: Operation, tenant_route: bool) -> None:
         schema = parameter.setdefault("schema", {})
         schema.pop("nullable", None)  # a query value is a string or absent, never null
-        if parameter["name"] == "tenant":
-            schema.update(self.body_tenant_schema(nullable=False))
-            parameter["description"] = self.tenant_description()
+        name = parameter["name"]
+        if name == "tenant":
+            if tenant_route:
+                parameter["description"] = IGNORED_TENANT
+            else:
+                schema.update(self.body_tenant_schema(nullable=False))
+                parameter["description"] = self.tenant_description()
+        elif name == "status":
+            # A TaskState name or number; empty is no filter (wire.enum).
+            schema["enum"] = ["", *enum_schema(TASK_STATES, nullable=False)["anyOf"][0]["enum"]]
+        elif schema.get("type") == "integer":
+            schema.setdefault("format", "int32")
+            schema.setdefault("maximum", INT32_MAX)
         if parameter["name"] in doc.query:
             parameter["example"] = doc.query[parameter["name"]]
 
@@ -675,11 +942,22 @@ class Documenter(BasePlugin):
     def finish(self) -> None:
         """What only the whole document can say: tenant fields of body schemas, which tenant routes exist,
         and the tags in use. Paths and tags live in apispec's ``_paths`` and ``_tags`` (no public setter)."""
-        for schema in self.spec.components.schemas.values():
+        schemas = self.spec.components.schemas
+        for (name, field_name), component in _BODY_FIELDS.items():
+            if name in schemas:
+                schemas[name]["properties"][field_name] = {"$ref": f"#/components/schemas/{component}"}
+        for schema in schemas.values():
             tenant = schema.get("properties", {}).get("tenant")
             if isinstance(tenant, dict):
                 tenant.update(self.body_tenant_schema(nullable=bool(tenant.get("nullable"))))
                 tenant["description"] = self.tenant_description()
+        for name in sorted(self.tenant_route_bodies):
+            variant = copy.deepcopy(schemas[name])
+            tenant = variant.get("properties", {}).get("tenant")
+            if isinstance(tenant, dict):
+                tenant.pop("enum", None)
+                tenant["description"] = IGNORED_TENANT
+            schemas[name + TENANT_ROUTE_SUFFIX] = variant
         paths: dict[str, Any] = self.spec._paths
         if self.facts.tenants is not None and not self.facts.tenants:
             # This agent serves no tenant besides the default: every tenant route would only answer 400.
@@ -782,7 +1060,7 @@ def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
             "externalDocs": {"description": "Interactive API page (Swagger UI)", "url": docs_url},
         },
     )
-    for name, schema in error_components().items():
+    for name, schema in {**error_components(), **request_components()}.items():
         api.spec.components.schema(name, component=schema)
     api.register_blueprint(blueprint)
     documenter.finish()

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-from flask import Response, request
+from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import BaseConverter
 
 from quineling.a2a import body, schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
@@ -26,6 +27,7 @@ from quineling.a2a.errors import (
     from_http_exception,
 )
 from quineling.a2a.sse import compact, sse_response
+from quineling.a2a.streams import held_stream
 
 _BODY_KEY = "quineling.a2a.body"
 _RAW_KEY = "quineling.a2a.raw_body"
@@ -74,6 +76,18 @@ class RestBlueprint(Blueprint):
 blp = RestBlueprint("a2a_rest", __name__, url_prefix=REST_PREFIX, description="A2A 1.0 HTTP+JSON binding")
 
 
+class TaskIdConverter(BaseConverter):
+    """A task id in a path: one segment without ``:``. Ids are UUIDs, and ``:`` starts a custom method, so
+    ``/tasks/x:cancel`` is only ever CancelTask, never GetTask of id ``x:cancel`` (and a 405 or OPTIONS
+    there answers ``Allow: POST``, not ``GET, POST``)."""
+
+    regex = "[^/:]+"
+
+
+# Before any route below is added: their rules need the converter when they are compiled.
+blp.record_once(lambda setup: setup.app.url_map.converters.setdefault("task_id", TaskIdConverter))
+
+
 def _routes(path: str) -> list[str]:
     return [path, "/<tenant>" + path]
 
@@ -91,7 +105,14 @@ def route(path: str) -> Any:
 
 
 @blp.before_request
-def _check_request() -> None:
+def _check_request() -> Response | None:
+    if request.method == "OPTIONS":
+        # What a route allows is a fact of HTTP, not of an A2A version: answered before the A2A checks, so
+        # no A2A-Version is needed (docs/decisions-a2a.md, "Bindings").
+        response = current_app.make_default_options_response()
+        response.status_code = 204
+        response.headers.pop("Content-Type", None)
+        return response
     limit = state().request_limit_bytes
     if request.content_length is not None and request.content_length > limit:
         raise body.too_large(limit)
@@ -103,6 +124,7 @@ def _check_request() -> None:
         )
     _raw_body()  # every route: at most limit + 1 bytes are read, whatever the framing
     check_version("HTTP+JSON", requested_version())
+    return None
 
 
 def _media_type() -> str:
@@ -119,7 +141,10 @@ def render(value: Any, status: int = 200) -> Response:
 
 
 def render_error(error: A2AError) -> Response:
-    return Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
+    response = Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
+    if error.retry_after is not None:  # a transient failure (503): when to try again
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
 
 
 @blp.errorhandler(Exception)
@@ -174,7 +199,7 @@ class ListTasks(MethodView):
         return render(state().service.list_tasks(params, ctx(tenant, params)))
 
 
-@route("/tasks/<task_id>")
+@route("/tasks/<task_id:task_id>")
 class GetTask(MethodView):
     @blp.arguments(schemas.GetTaskQuerySchema, location="query")
     @blp.response(200, schemas.TaskSchema)
@@ -183,7 +208,7 @@ class GetTask(MethodView):
         return render(state().service.get_task(params, ctx(tenant, params)))
 
 
-@route("/tasks/<task_id>:cancel")
+@route("/tasks/<task_id:task_id>:cancel")
 class CancelTask(MethodView):
     @blp.arguments(schemas.CancelTaskRequestSchema)
     @blp.response(200, schemas.TaskSchema)
@@ -192,22 +217,32 @@ class CancelTask(MethodView):
         return render(state().service.cancel_task(body, ctx(tenant, body)))
 
 
-@route("/tasks/<task_id>:subscribe")
+@route("/tasks/<task_id:task_id>:subscribe")
 class SubscribeToTask(MethodView):
     """GET per the protocol's proto definition, POST per its prose: both are served
     (docs/decisions-a2a.md, "Bindings")."""
 
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def get(self, task_id: str, tenant: str | None = None) -> Response:
-        return _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True))
+        return _subscribe(task_id, tenant)
 
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def post(self, task_id: str, tenant: str | None = None) -> Response:
         request_body()  # a body, if any, must still be valid JSON
-        return _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True))
+        return _subscribe(task_id, tenant)
 
 
-@route("/tasks/<task_id>/pushNotificationConfigs")
+def _subscribe(task_id: str, tenant: str | None) -> Response:
+    """A subscription holds one of the worker's stream slots while open; beyond the cap it is refused with 503
+    (docs/deployment.md, "Worker model")."""
+    return held_stream(
+        state().streams,
+        lambda: _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True)),
+        render_error,
+    )
+
+
+@route("/tasks/<task_id:task_id>/pushNotificationConfigs")
 class PushConfigs(MethodView):
     @blp.arguments(schemas.PushConfigRequestSchema)
     @blp.response(200, schemas.PushConfigSchema)
@@ -222,7 +257,7 @@ class PushConfigs(MethodView):
         return render(state().service.list_push_configs(params, ctx(tenant, params)))
 
 
-@route("/tasks/<task_id>/pushNotificationConfigs/<config_id>")
+@route("/tasks/<task_id:task_id>/pushNotificationConfigs/<config_id>")
 class PushConfig(MethodView):
     @blp.response(200, schemas.PushConfigSchema)
     def get(self, task_id: str, config_id: str, tenant: str | None = None) -> Response:

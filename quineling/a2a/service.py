@@ -265,7 +265,15 @@ class A2AService:
                 f"Task {task_id} is in terminal state {task['status']['state']}; nothing to subscribe to",
                 metadata={"taskId": task_id},
             )
-        return follow(self.task_store, ctx.scope, task, position, self.stream_settings, keepalive=keepalive)
+        return follow(
+            self.task_store,
+            ctx.scope,
+            task,
+            position,
+            self.stream_settings,
+            keepalive=keepalive,
+            should_stop=ctx.should_stop,
+        )
 
     # -- push notifications (capability off) ----------------------------------------------------------
 

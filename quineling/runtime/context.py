@@ -8,13 +8,15 @@ fresh state, so a retry never has to undo anything.
 
 from __future__ import annotations
 
+import math
 import secrets
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from stores.base import StateStore
-from stores.changes import ChangeSet, Key, Quota
+from stores.changes import ChangeSet, Key, Lease, Quota
 from stores.jsontypes import JSON
 
 MIB = 1024 * 1024
@@ -51,8 +53,42 @@ class RuntimeLimits:
                 raise ValueError(f"runtime limit {name} must be a positive integer, got {value!r}")
 
 
+# The store quota counters the runtime keeps, and the RuntimeLimits field that bounds each.
+QUOTA_LIMITS = {
+    "artifacts": "max_artifacts",
+    "artifact-bytes": "max_artifact_bytes",
+    "records": "max_records",
+    "admission-receipts": "max_admission_receipts",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How long runtime state lives (docs/decisions-runtime.md, "Retention"); ``0`` keeps it for good.
+
+    ``record_ttl_seconds``: an execution record lapses this long after it was made. ``idle_ttl_seconds``:
+    artifacts, the world and the lineage lapse this long after their last use, once nothing retained that
+    refers to them is left; what they own (receipts, derivations) lapses with them."""
+
+    record_ttl_seconds: float = 15 * 60
+    idle_ttl_seconds: float = 24 * 3600
+
+    def __post_init__(self) -> None:
+        for name in ("record_ttl_seconds", "idle_ttl_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"retention {name} must be a number of seconds, got {value!r}")
+            if value < 0:
+                raise ValueError(f"retention {name} must be 0 (kept for good) or positive, got {value!r}")
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def utc_time(seconds: float) -> str:
+    """An epoch time as the RFC 3339 UTC text :func:`utc_now` gives."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def random_record_id() -> str:
@@ -61,11 +97,14 @@ def random_record_id() -> str:
 
 @dataclass(slots=True)
 class Env:
-    """Injected effects, so runtime tests are deterministic."""
+    """Injected effects, so runtime tests are deterministic. ``clock`` stamps what the runtime writes
+    (``createdAt``); ``now`` (seconds since the epoch) sets expiry times. Tests inject both together."""
 
     limits: RuntimeLimits = field(default_factory=RuntimeLimits)
     clock: Callable[[], str] = utc_now
     new_record_id: Callable[[], str] = random_record_id
+    retention: Retention = field(default_factory=Retention)
+    now: Callable[[], float] = time.time
 
 
 class StateView:
@@ -79,6 +118,8 @@ class StateView:
         self._put: dict[Key, JSON] = {}
         self._delete: set[Key] = set()
         self._quotas: list[Quota] = []
+        self._leases: dict[Key, Lease] = {}
+        self._extend: dict[Key, float] = {}
         self._reads = 0
         self._unconfirmed = False
 
@@ -96,6 +137,24 @@ class StateView:
     def is_confirmed(self) -> bool:
         """Whether every read came from the store itself, none from a cache (``Versioned.confirmed``)."""
         return not self._unconfirmed
+
+    def found(self) -> list[Key]:
+        """Every key read from the store that was there: what this request *used*."""
+        return [key for key, value in self._values.items() if value is not None]
+
+    def staged(self) -> dict[Key, JSON]:
+        """Every document this request puts, with its new value."""
+        return dict(self._put)
+
+    def lease(self, key: Key, lease: Lease) -> None:
+        """Give a staged put its lease (see :class:`~stores.changes.Lease`)."""
+        if key not in self._put:
+            raise ValueError(f"a lease for {key}, which is not put")
+        self._leases[key] = lease
+
+    def extend(self, key: Key, at: float) -> None:
+        """Keep ``key`` (if it has an expiry) at least until ``at``; the latest of several asks wins."""
+        self._extend[key] = max(at, self._extend.get(key, at))
 
     def prefetch(self, keys: Iterable[Key]) -> None:
         """Read every not-yet-read key in one round trip."""
@@ -140,6 +199,7 @@ class StateView:
         key = (kind, ident)
         self.prefetch([key])
         self._put.pop(key, None)
+        self._leases.pop(key, None)
         self._delete.add(key)
 
     def quota(self, name: str, delta: int, limit: int) -> None:
@@ -152,4 +212,6 @@ class StateView:
             put=dict(self._put),
             delete=frozenset(self._delete),
             quotas=tuple(self._quotas),
+            leases={key: lease for key, lease in self._leases.items() if key in self._put},
+            extend=dict(self._extend),
         )

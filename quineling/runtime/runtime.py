@@ -8,9 +8,11 @@ what it writes; it only makes sure every outcome it answers with was committed t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
-from quineling.runtime.context import Env, RuntimeLimits, StateView
+from quineling.runtime import retention
+from quineling.runtime.context import QUOTA_LIMITS, Env, RuntimeLimits, StateView, utc_time
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_request_values
 from quineling.runtime.operations import Operation
@@ -95,6 +97,7 @@ class Runtime:
                     continue  # refused on a torn read (e.g. a receipt before, the world after a commit)
                 raise
             outcome = {"operation": operation.name, "result": result}
+            retention.stage(view, self.env)  # what this outcome keeps alive rides along its commit
             changes = view.change_set()
             try:
                 if changes.is_empty:
@@ -104,9 +107,7 @@ class Runtime:
             except ConflictError:
                 continue
             except QuotaExceeded as exc:
-                error = QuinelingError(
-                    "resource-limit", f"capacity reached: {exc.name} is limited to {exc.limit}"
-                )
+                error = self._capacity_error(exc)
                 self._record(scope, attach, error)
                 raise error from None
             return outcome
@@ -119,8 +120,27 @@ class Runtime:
 
         Read-only outcomes come from one read, except lineage (its index, then derivations that never change
         once written), so an observation needs no validation of its own — unless something it read came
-        from a cache: then its versions are confirmed, in the commit of the write when there is one."""
-        self._commit_answer(scope, {} if view.is_confirmed else view.change_set().expect, attach, outcome)
+        from a cache: then its versions are confirmed, in the commit of the write when there is one. The
+        extensions of what it used ride along whatever is committed; with nothing to commit (no write, all
+        reads confirmed) there is no commit to carry them, and no round trip is added for them."""
+        changes = view.change_set()
+        expect = {} if view.is_confirmed else changes.expect
+        if attach is not None:
+            self.store.commit(scope, ChangeSet(expect=expect, extend=changes.extend), task=attach(outcome))
+        elif expect:
+            self.store.commit(scope, ChangeSet(expect=expect, extend=changes.extend))
+
+    def _capacity_error(self, exc: QuotaExceeded) -> QuinelingError:
+        """``resource-limit`` naming the limit, its size, and when the first entry holding it frees a slot."""
+        name = QUOTA_LIMITS.get(exc.name)
+        message = f"capacity reached: {exc.name} is limited to {exc.limit}" + (f" ({name})" if name else "")
+        if exc.frees_at is None:
+            return QuinelingError("resource-limit", f"{message}; none of its entries expires")
+        wait = max(0, math.ceil(exc.frees_at - self.env.now()))
+        when = f"the oldest entry frees a slot at {utc_time(exc.frees_at)} (in {wait} s)"
+        if exc.name not in retention.FIXED_QUOTAS:  # its holders live on while they are used
+            when += " unless it is used before"
+        return QuinelingError("resource-limit", f"{message}; {when}")
 
     def _settle_refusal(
         self, scope: str, view: StateView, attach: Attach | None, error: QuinelingError

@@ -1,15 +1,16 @@
--- commit.lua: apply one scope's change set atomically: check versions, check quotas, then write all or nothing.
--- Prepended by changes.lua (read_changes, check_changes, apply_changes).
--- KEYS[1]  documents hash: field "kind/id" -> document JSON
--- KEYS[2]  versions hash:  field "kind/id" -> integer version (absent = 0)
--- KEYS[3]  counters hash:  quota name -> integer (never below 0)
--- ARGV[1..] the change set (see changes.lua): E, P, D, Q, then E pairs (field, expected version),
---           P pairs (field, JSON), D fields, Q triples (name, delta, limit).
--- Returns {"ok"}, {"conflict", field} or {"quota", name, limit}; on anything but "ok" nothing was written.
+-- commit.lua: apply one scope's change set atomically: drop what lapsed, check versions, check quotas, then
+-- write all or nothing. Prepended by changes.lua (state_keys, read_changes, sweep, check_changes,
+-- apply_changes).
+-- KEYS[1..8] documents, versions, counters, expiries, owners, dependents, holds, registry (see changes.lua)
+-- ARGV[1..] the change set (see changes.lua): now, scope, E, P, D, Q, X, then its entries.
+-- Returns {"ok", version of each put...}, {"conflict", field} or {"quota", name, limit, frees at}; on anything
+-- but "ok" nothing was written but the drop of lapsed documents.
+local s = state_keys(1)
 local changes = read_changes(1)
-local refusal = check_changes(changes, KEYS[2], KEYS[3])
+sweep(s, changes.now)
+local refusal = check_changes(changes, s)
 if refusal then
   return refusal
 end
-apply_changes(changes, KEYS[1], KEYS[2], KEYS[3])
-return {'ok'}
+local written = apply_changes(changes, s)
+return {'ok', unpack(written)}

@@ -6,9 +6,12 @@
 -- ARGV[3]  candidate store id, ARGV[4] candidate secret (used only if none exists yet)
 -- Returns {store id, secret, field1, info1, seq1, field2, info2, seq2, ...} for the scope's tasks.
 expire_paused(ARGV[1])
-redis.call('HSETNX', KEYS[8], 'id', ARGV[3])
-redis.call('HSETNX', KEYS[8], 'secret', ARGV[4])
 local result = redis.call('HMGET', KEYS[8], 'id', 'secret')
+if not result[1] or not result[2] then  -- written once: later listings only read (so a replica can list)
+  redis.call('HSETNX', KEYS[8], 'id', ARGV[3])
+  redis.call('HSETNX', KEYS[8], 'secret', ARGV[4])
+  result = redis.call('HMGET', KEYS[8], 'id', 'secret')
+end
 local prefix, plen = ARGV[2], string.len(ARGV[2])
 local all = redis.call('HGETALL', KEYS[2])
 for i = 1, #all, 2 do

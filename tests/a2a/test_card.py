@@ -3,11 +3,16 @@ match behaviour."""
 
 from __future__ import annotations
 
+import multiprocessing
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from werkzeug.http import http_date
 
+from quineling.app import create_app
 from tests.a2a.conftest import make_app, text, user_message
 from tests.support.bindings import V1
 
@@ -100,3 +105,63 @@ def test_card_claims_match_behaviour(client: Any) -> None:
 def test_health(client: Any, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 200 and response.get_json()["status"] == "ok"
+
+
+# --- Last-Modified (docs/decisions-a2a.md, "Bindings") --------------------------------------------------
+
+
+def test_last_modified_and_if_modified_since(client: Any) -> None:
+    response = client.get(CARD, headers=V1)
+    modified = response.last_modified
+    assert modified is not None and modified <= datetime.now(UTC)
+    last_modified = response.headers["Last-Modified"]
+    assert last_modified.endswith(" GMT")  # an IMF-fixdate, as RFC 9110 has it
+    # At or after the card's time: not modified, with the caching headers of a 200 and no body.
+    for since in (last_modified, http_date(modified + timedelta(days=1))):
+        again = client.get(CARD, headers={**V1, "If-Modified-Since": since})
+        assert again.status_code == 304 and again.data == b"", since
+        assert again.headers["ETag"] == response.headers["ETag"]
+        assert "max-age=" in again.headers["Cache-Control"]
+    # Before it, or a date that does not parse: the card.
+    for since in (http_date(modified - timedelta(seconds=1)), "yesterday"):
+        again = client.get(CARD, headers={**V1, "If-Modified-Since": since})
+        assert again.status_code == 200 and again.get_json()["name"] == "Quineling", since
+    assert client.head(CARD, headers={**V1, "If-Modified-Since": last_modified}).status_code == 304
+
+
+def test_if_none_match_wins_over_if_modified_since(client: Any) -> None:
+    response = client.get(CARD, headers=V1)
+    etag, last_modified = response.headers["ETag"], response.headers["Last-Modified"]
+    stale = http_date(response.last_modified - timedelta(days=1))
+
+    def status(**headers: str) -> int:
+        named = {name.replace("_", "-"): value for name, value in headers.items()}
+        return int(client.get(CARD, headers={**V1, **named}).status_code)
+
+    # RFC 9110 section 13.2.2: with If-None-Match present, If-Modified-Since is not evaluated.
+    assert status(If_None_Match='"other"', If_Modified_Since=last_modified) == 200
+    assert status(If_None_Match=etag, If_Modified_Since=stale) == 304
+    # If-None-Match compares weakly for GET, and * matches the card.
+    assert status(If_None_Match="W/" + etag) == 304
+    assert status(If_None_Match="*") == 304
+
+
+def _card_last_modified(results: Any) -> None:
+    response = create_app().test_client().get(CARD, headers=V1)
+    results.put(response.headers["Last-Modified"])
+
+
+def test_workers_forked_from_one_master_send_one_last_modified() -> None:
+    """gunicorn's master loads the code and then forks each worker, which builds its own app: workers that
+    boot seconds apart still send the same Last-Modified (this process stands for the master)."""
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    seen = []
+    for _ in range(2):
+        worker = context.Process(target=_card_last_modified, args=(results,))
+        worker.start()
+        seen.append(results.get(timeout=30))
+        worker.join(timeout=30)
+        time.sleep(1.1)  # the next worker boots in a later second
+    assert seen[0] == seen[1]
+    assert create_app().test_client().get(CARD, headers=V1).headers["Last-Modified"] == seen[0]

@@ -44,6 +44,17 @@ def test_environment_and_mapping() -> None:
         ({"QUINELING_BASE_URL": "localhost:8049"}, "QUINELING_BASE_URL"),
         ({"QUINELING_STORE_URL": "redis"}, "QUINELING_STORE_URL"),
         ({"QUINELING_READ_CACHE_ENTRIES": "-1"}, "QUINELING_READ_CACHE_ENTRIES"),
+        ({"QUINELING_REDIS_TIMEOUT_SECONDS": "0"}, "QUINELING_REDIS_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_TIMEOUT_SECONDS": "inf"}, "QUINELING_REDIS_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_TIMEOUT_SECONDS": "3601"}, "QUINELING_REDIS_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS": "-1"}, "QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS"),
+        ({"QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS": "nan"}, "QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS"),
+        ({"QUINELING_KEEPALIVE_SECONDS": "inf"}, "QUINELING_KEEPALIVE_SECONDS"),
+        ({"QUINELING_WORKER_CLASS": "sync"}, "QUINELING_WORKER_CLASS"),
+        ({"QUINELING_WORKER_CONNECTIONS": "0"}, "QUINELING_WORKER_CONNECTIONS"),
+        ({"QUINELING_MAX_STREAMS": "-1"}, "QUINELING_MAX_STREAMS"),
+        ({"QUINELING_MAX_STREAMS": "1000"}, "QUINELING_WORKER_CONNECTIONS"),
+        ({"QUINELING_WORKER_CLASS": "gthread", "QUINELING_MAX_STREAMS": "8"}, "QUINELING_THREADS"),
     ],
 )
 def test_invalid_settings_name_the_variable(env: dict[str, str], needle: str) -> None:
@@ -66,6 +77,65 @@ def test_the_read_cache_fronts_network_stores_only(store_url: str, entries: int,
         assert store.max_entries == entries and store.kinds == {"artifact", "record"}
     # The task still commits with the runtime's changes: the cache stands for the backend's state store.
     assert app.extensions["quineling"].extras["task_store"].joins(store)
+
+
+def test_the_redis_deadlines_reach_the_client() -> None:
+    """Both deadlines are set on every connection, and a stream's blocking read may wait one keep-alive
+    period longer than any other reply."""
+    from quineling.app import create_app
+
+    config = {
+        "store_url": "redis://127.0.0.1:1/0",  # never contacted: clients connect lazily
+        "redis_connect_timeout_seconds": 0.75,
+        "redis_timeout_seconds": 3,
+        "keepalive_seconds": 20,
+    }
+    backend = create_app(config=config).extensions["quineling"].extras["backend"]
+    ordinary = backend.connection.shared.connection_pool.connection_kwargs
+    blocking = backend.connection.blocking.connection_pool.connection_kwargs
+    assert (ordinary["socket_connect_timeout"], ordinary["socket_timeout"]) == (0.75, 3)
+    assert (blocking["socket_connect_timeout"], blocking["socket_timeout"]) == (0.75, 23)
+    assert backend.max_block_seconds == 20
+
+
+def test_stream_limit_leaves_room_for_other_requests() -> None:
+    assert load_settings(env={}).stream_limit == 500  # gevent: half the 1000 connections a worker takes
+    assert load_settings(env={"QUINELING_WORKER_CONNECTIONS": "64"}).stream_limit == 32
+    assert load_settings(env={"QUINELING_WORKER_CLASS": "gthread"}).stream_limit == 4  # half of 8 threads
+    assert load_settings(env={"QUINELING_MAX_STREAMS": "200"}).stream_limit == 200
+    gthread = {
+        "QUINELING_WORKER_CLASS": "gthread",
+        "QUINELING_THREADS": "256",
+        "QUINELING_MAX_STREAMS": "200",
+    }
+    assert load_settings(env=gthread).stream_limit == 200
+
+
+def test_gunicorn_options_per_worker_class() -> None:
+    from quineling.config import gunicorn_options
+
+    gevent = gunicorn_options(load_settings(env={}))
+    assert gevent["worker_class"] == "gevent" and "threads" not in gevent
+    assert gevent["worker_connections"] == 1000
+    assert gevent["keepalive"] == 5  # with gevent also the deadline for a request's headers
+    assert gevent["post_worker_init"].__name__ == "_watch_worker"
+    gthread = gunicorn_options(
+        load_settings(env={"QUINELING_WORKER_CLASS": "gthread", "QUINELING_THREADS": "32"})
+    )
+    assert gthread["worker_class"] == "gthread" and gthread["threads"] == 32
+
+
+def test_the_gunicorn_master_imports_no_flask_redis_or_ssl() -> None:
+    """A gevent worker monkey-patches the standard library when it starts; what the master imported before
+    the fork stays unpatched in the worker, so reading the settings must not import the app."""
+    code = (
+        "import runpy, sys; runpy.run_path('deploy/gunicorn.conf.py'); "
+        "print(sorted(m for m in ('flask', 'redis', 'ssl', 'quineling.app') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
 
 
 def _gunicorn_conf(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -117,6 +117,20 @@ def test_every_operation_is_described_with_an_example(doc: dict[str, Any]) -> No
     assert len(ids) == 24  # 12 operations, each also under /{tenant}
 
 
+def test_send_message_links_to_the_operations_on_its_task() -> None:
+    doc = document(create_app(config={"tenants": "alpha"}).test_client())
+    ids = {op["operationId"] for _, _, op in operations(doc)}
+    for path, suffix in ((BASE + "/message:send", ""), (BASE + "/{tenant}/message:send", "ForTenant")):
+        links = doc["paths"][path]["post"]["responses"]["200"]["links"]
+        assert {link["operationId"] for link in links.values()} == {
+            name + suffix for name in ("GetTask", "CancelTask", "SubscribeToTask", "SubscribeToTaskByPost")
+        }
+        for link in links.values():
+            assert link["operationId"] in ids
+            assert link["parameters"]["task_id"] == "$response.body#/task/id"
+            assert link["parameters"].get("tenant") == ("$request.path.tenant" if suffix else None)
+
+
 def test_error_schema_is_the_google_rpc_status_body(doc: dict[str, Any]) -> None:
     schemas = doc["components"]["schemas"]
     assert schemas["ErrorResponse"]["required"] == ["error"]
@@ -142,12 +156,23 @@ def test_request_constraints_are_documented(doc: dict[str, Any]) -> None:
     send = doc["components"]["schemas"]["SendMessageRequest"]
     assert send["required"] == ["message"] and "nullable" not in send["properties"]["message"]
     listing = {p["name"]: p for p in doc["paths"][BASE + "/tasks"]["get"]["parameters"]}
-    assert listing["pageSize"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
+    assert listing["pageSize"]["schema"] == {
+        "type": "integer",
+        "format": "int32",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 50,
+    }
     assert listing["historyLength"]["schema"]["minimum"] == 0
+    assert listing["status"]["schema"]["enum"][:2] == ["", "TASK_STATE_UNSPECIFIED"]
     get_task = {p["name"]: p for p in doc["paths"][BASE + "/tasks/{task_id}"]["get"]["parameters"]}
     assert get_task["historyLength"]["schema"]["minimum"] == 0
+    assert get_task["historyLength"]["schema"]["maximum"] == 2**31 - 1
     header = get_task["A2A-Version"]
-    assert header["in"] == "header" and header["required"] and header["schema"]["enum"] == ["1.0"]
+    assert header["in"] == "header" and header["required"] and header["schema"]["default"] == "1.0"
+    message = doc["components"]["schemas"]["Message"]
+    assert message["required"] == ["messageId"] and message["properties"]["messageId"]["minLength"] == 1
+    assert send["properties"]["message"] == {"$ref": "#/components/schemas/Message"}
     cancel = doc["paths"][BASE + "/tasks/{task_id}:cancel"]["post"]["requestBody"]
     assert cancel["required"] is False
 
@@ -177,6 +202,23 @@ def test_tenants_served_are_the_documented_choices() -> None:
     assert query["schema"]["enum"] == ["", "alpha", "beta"]
     body = doc["components"]["schemas"]["SendMessageRequest"]["properties"]["tenant"]
     assert body["enum"] == ["", "alpha", "beta", None]
+
+
+def test_tenant_routes_document_the_body_and_query_tenant_as_ignored() -> None:
+    client = create_app(config={"tenants": "alpha"}).test_client()
+    doc = document(client)
+    send = doc["paths"][BASE + "/{tenant}/message:send"]["post"]["requestBody"]["content"]
+    ref = send["application/json"]["schema"]["$ref"]
+    assert ref == "#/components/schemas/SendMessageRequestInTenantRoute"
+    tenant = doc["components"]["schemas"]["SendMessageRequestInTenantRoute"]["properties"]["tenant"]
+    assert "enum" not in tenant and "Ignored" in tenant["description"]
+    listing = doc["paths"][BASE + "/{tenant}/tasks"]["get"]["parameters"]
+    query = next(p for p in listing if p["name"] == "tenant")
+    assert "enum" not in query["schema"] and "Ignored" in query["description"]
+    # ... and the server does ignore them there: a tenant it does not serve changes nothing.
+    body = {"message": user_message(text("[1] | sum | report t")), "tenant": "nobody"}
+    assert client.post(BASE + "/alpha/message:send", json=body, headers=V1).status_code == 200
+    assert client.get(BASE + "/alpha/tasks?tenant=nobody", headers=V1).get_json()["totalSize"] == 1
 
 
 def test_tenant_routes_are_left_out_when_no_tenant_is_served() -> None:
@@ -239,6 +281,9 @@ def test_real_error_bodies_validate_against_the_declared_schemas(client: Any) ->
         (small, "get", "/tasks", {"data": "x" * 300, "content_type": "application/json"}, 413, "INVALID_REQUEST"),
         (client, "post", "/message:send", {"data": "hi", "content_type": "text/plain"}, 415, "CONTENT_TYPE_NOT_SUPPORTED"),
         (client, "post", "/tasks/t:cancel", {"data": "hi", "content_type": "text/plain"}, 415, "CONTENT_TYPE_NOT_SUPPORTED"),
+        (client, "post", "/tasks/t:cancel?A2A-Version=1.0", {"headers": {}}, 415, "CONTENT_TYPE_NOT_SUPPORTED"),
+        (client, "get", "/tasks", {"headers": {"Origin": "https://elsewhere.example", **V1}}, 403, "INVALID_REQUEST"),
+        (client, "post", "/message:send", {"json": message, "headers": {"Host": "elsewhere.example", **V1}}, 421, "INVALID_REQUEST"),
     ]  # fmt: skip
     seen: set[tuple[str, str]] = set()
     for who, method, path, kwargs, status, reason in cases:
@@ -248,12 +293,12 @@ def test_real_error_bodies_validate_against_the_declared_schemas(client: Any) ->
         assert response.get_json()["error"]["details"][0]["reason"] == reason, (method, path)
         template = check_documented(doc, method, BASE + path.split("?")[0], response)
         seen.add((method, template))
-    # Every error status the document declares is sent by at least one of these requests (500: below).
+    # Every error status the document declares is sent by at least one of these requests (500, 503: below).
     declared = {s for _, _, op in operations(doc) for s in op["responses"] if not s.startswith("2")}
-    assert declared - {"500"} <= {str(c[4]) for c in cases}
+    assert declared - {"500", "503"} <= {str(c[4]) for c in cases}
 
 
-def test_storage_outage_answers_the_documented_500() -> None:
+def test_storage_outage_answers_the_documented_503() -> None:
     server = fakeredis.FakeServer()
     backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(server=server), prefix="openapi")
     client = create_app(
@@ -272,11 +317,17 @@ def test_storage_outage_answers_the_documented_500() -> None:
         ("get", "/tasks/t:subscribe", {}),
     ]:
         response = client.open(BASE + path, method=method.upper(), headers=V1, **kwargs)
-        assert response.status_code == 500, (method, path)
-        assert response.get_json()["error"]["details"][0]["reason"] == "INTERNAL_ERROR"
+        assert response.status_code == 503, (method, path)
+        assert response.headers["Retry-After"] == "1", (method, path)
+        error = response.get_json()["error"]
+        assert error["status"] == "UNAVAILABLE" and error["details"][0]["reason"] == "INTERNAL_ERROR"
+        assert error["details"][0]["metadata"]["retryable"] == "true"
+        _, operation = operation_for(doc, method, BASE + path)
+        assert operation["responses"]["503"]["headers"]["Retry-After"]["required"] is True, (method, path)
         check_documented(doc, method, BASE + path, response)
-    # Operations that never touch storage do not claim a 500.
-    assert "500" not in doc["paths"][BASE + "/extendedAgentCard"]["get"]["responses"]
+    # Operations that never touch storage do not claim a 500 or a 503.
+    responses = doc["paths"][BASE + "/extendedAgentCard"]["get"]["responses"]
+    assert "500" not in responses and "503" not in responses
 
 
 def _example_request(

@@ -20,7 +20,7 @@ from quineling.a2a.context import CallContext
 from quineling.a2a.service import CONFLICT_ATTEMPTS, A2AService
 from quineling.a2a.task_facts import describe_task
 from stores.base import JSON, Backend, StateStore, TaskLimits, TaskStore, TaskWrite, Versioned
-from stores.changes import ChangeSet
+from stores.changes import ChangeSet, Key
 from tests.a2a.conftest import FakeRuntime, text, user_message
 
 CTX = CallContext()
@@ -54,9 +54,11 @@ class RacingTaskStore(TaskStore):
         self._before_save(expect_version)
         return self.inner.save(scope, task, events, expect_version=expect_version)
 
-    def save_with_changes(self, scope: str, changes: ChangeSet, write: TaskWrite) -> int:
+    def save_with_changes(
+        self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
+    ) -> tuple[int, dict[Key, int]]:
         self._before_save(write.expect_version)
-        return self.inner.save_with_changes(scope, changes, write)
+        return self.inner.save_with_changes(scope, changes, write, now)
 
     def _before_save(self, expect_version: int | None) -> None:
         rival = self.rival

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from quineling.runtime.context import RuntimeLimits
+from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import DEFAULT_SCOPE, Runtime
@@ -48,11 +48,13 @@ def redis_url() -> str:
 _opened: list[RedisBackend] = []
 
 
-def redis_runtime(prefix: str, limits: RuntimeLimits | None = None) -> Runtime:
-    """A runtime of the test process itself on ``prefix`` (closed when the prefix is cleaned up)."""
+def redis_runtime(prefix: str, limits: RuntimeLimits | None = None, env: Env | None = None) -> Runtime:
+    """A runtime of the test process itself on ``prefix`` (closed when the prefix is cleaned up); its store
+    decides expiry by ``env.now`` when an ``env`` is given."""
     backend = RedisBackend(redis_url(), prefix=prefix)
     _opened.append(backend)
-    return Runtime(store=backend.state_store(), limits=limits)
+    store = backend.state_store(clock=env.now if env else None)
+    return Runtime(store=store, limits=limits, env=env)
 
 
 def attempt(dispatch: Callable[[Any], dict[str, Any]], request: Any) -> Outcome:
@@ -116,19 +118,24 @@ def dispatch_together(
     limits: dict[str, int],
     gate: str = "commit",
     warm: list[dict[str, Any]] | None = None,
+    at: tuple[float, float, float] | None = None,
 ) -> Batch:
     """Runs in a worker process: build a runtime, wait for everyone, then dispatch ``requests`` in order.
 
     Every request of every process must reach its gate (the scenarios are built so): request ``k`` of all
     processes passes it together. With ``warm``, the runtime reads through a read cache (as a server worker
-    does), and dispatches those requests first, before anyone starts, to fill it.
+    does), and dispatches those requests first, before anyone starts, to fill it. With ``at`` = (now, record
+    TTL, idle TTL), the runtime and its store are stopped at that time, with that retention.
     """
     backend = RedisBackend(redis_url(), prefix=prefix)
-    state: StateStore = backend.state_store()
+    env = Env(limits=RuntimeLimits(**limits))
+    if at is not None:
+        env.now, env.retention = (lambda: at[0]), Retention(at[1], at[2])
+    state: StateStore = backend.state_store(clock=env.now)
     if warm is not None:
         state = CachingStateStore(state, CACHEABLE_KINDS)
     store = GatedStore(state, gate, lambda: _barrier.wait(BARRIER_TIMEOUT))
-    runtime = Runtime(store=store, limits=RuntimeLimits(**limits))
+    runtime = Runtime(store=store, env=env)
     outcomes = []
     try:
         for request in warm or []:
@@ -157,13 +164,14 @@ class Crowd:
         limits: dict[str, int] | None = None,
         gate: str = "commit",
         warm: list[dict[str, Any]] | None = None,
+        at: tuple[float, float, float] | None = None,
     ) -> list[Batch]:
         """Process ``n`` dispatches ``requests[n]``; all start together. One task per process: each blocks on
-        the barrier until all ``PROCESSES`` tasks are taken, so no process can take two. ``warm``: see
-        :func:`dispatch_together`."""
+        the barrier until all ``PROCESSES`` tasks are taken, so no process can take two. ``warm`` and ``at``:
+        see :func:`dispatch_together`."""
         assert len(requests) == PROCESSES
         pending = [
-            self.pool.apply_async(dispatch_together, (prefix, batch, limits or {}, gate, warm))
+            self.pool.apply_async(dispatch_together, (prefix, batch, limits or {}, gate, warm, at))
             for batch in requests
         ]
         return [result.get(timeout=BARRIER_TIMEOUT * 2) for result in pending]

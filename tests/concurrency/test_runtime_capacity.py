@@ -40,7 +40,9 @@ def flat(batches: list[Batch], conflicts: int) -> list[Any]:
 def assert_limit_refusals(refused: list[dict[str, Any]], name: str) -> None:
     assert len(refused) == PROCESSES * PER_PROCESS - LIMIT
     assert {e["code"] for e in refused} == {"resource-limit"}, Counter(e["code"] for e in refused)
-    assert {e["message"] for e in refused} == {f"capacity reached: {name} is limited to {LIMIT}"}
+    # Says which limit, its size, and when the first entry frees a slot (default retention, real clock).
+    said = f"capacity reached: {name} is limited to {LIMIT} (max_{name}); the oldest entry frees a slot at "
+    assert all(e["message"].startswith(said) for e in refused), {e["message"] for e in refused}
 
 
 def test_racing_creates_store_exactly_max_artifacts(crowd: Crowd, prefix: str) -> None:

@@ -175,11 +175,12 @@ def test_extreme_traits_still_give_unit_normals(curl: int) -> None:
 def test_budget_24000_is_fast() -> None:
     b = body(8)
     anatomy = build_anatomy(PROGRAM, b)
-    started = time.perf_counter()
+    # CPU time of this process, not wall time: other processes on a loaded machine must not fail it.
+    started = time.process_time()
     f = sample_frame(anatomy, b, 0.5, 24000, 4)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert len(f["points"]) > 23000
-    assert elapsed < 1.0  # typically ~50 ms; generous for slow CI machines
+    assert elapsed < 1.0  # typically ~50 ms
 
 
 def test_empty_anatomy_gives_an_empty_frame() -> None:

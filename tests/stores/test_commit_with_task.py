@@ -67,6 +67,8 @@ def raw(backend: Backend) -> Any:
                     data.events,
                     data.next_sequence,
                     data.next_task_version,
+                    {s: (x.expiries, x.owners, x.dependents, x.holds) for s, x in data.leases.items()},
+                    data.floors,
                 )
             )
     return snapshot(backend.connection.client, backend.prefix)  # type: ignore[attr-defined]

@@ -33,6 +33,11 @@ class LiveServer:
     base_url: str
     prefix: str
     log: Path
+    pid: int = 0  # the gunicorn master's
+
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
 
     def url(self, path: str) -> str:
         return self.base_url + path
@@ -75,7 +80,7 @@ def live_server(
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log)
+    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid)
     try:
         _wait_ready(server, proc, workers)
         yield server

@@ -30,6 +30,10 @@ class V03Compat:
     def is_stream(self, method: str) -> bool:
         return is_stream_method(method)
 
+    def is_subscription(self, method: str) -> bool:
+        """Whether ``method`` stays open waiting for a task's events (it holds a stream slot)."""
+        return method == "tasks/resubscribe"
+
     def errors_as_stream(self, method: str) -> bool:
         """Whether even an immediate failure of ``method`` must be answered as an SSE stream."""
         return resubscribe_always_sse(method)

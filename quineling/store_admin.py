@@ -1,0 +1,152 @@
+"""``quineling store usage`` and ``quineling store reset``: what each scope holds against every limit, and
+dropping one scope's runtime state and tasks in one atomic step (docs/decisions-runtime.md, "Retention").
+
+Both read the store the server is configured with (``QUINELING_STORE_URL``, ``QUINELING_STORE_PREFIX``) and
+find scopes through the store's registry (``Backend.scopes``), never by scanning keys. The per-process
+``memory://`` store cannot be reached from another process: both commands say so and change nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+from urllib.parse import unquote
+
+from quineling.a2a.context import CallContext
+from quineling.app import runtime_env, task_limits
+from quineling.config import ConfigError, Settings, load_settings
+from quineling.runtime.context import QUOTA_LIMITS, utc_time
+from stores import backend_from_url
+from stores.base import Backend, ScopeUsage
+from stores.errors import StoreError
+
+MEMORY_UNREACHABLE = (
+    "the memory:// store lives inside the serving process, so no other process can read or reset it; "
+    'restarting the server empties it (docs/decisions-runtime.md, "Retention")'
+)
+
+
+def scope_of(principal: str, tenant: str) -> str:
+    """The scope that holds a principal's runtime state and tasks in one tenant (``""``: no tenant)."""
+    return CallContext(tenant=tenant, user=principal).partition
+
+
+def tenant_in(scope: str, principal: str) -> str | None:
+    """The tenant whose scope ``scope`` is for ``principal``, or ``None`` when it is not one of theirs: the
+    inverse of :func:`scope_of` (a scope names its tenant percent-escaped; the default tenant's is its own)."""
+    for tenant in ("", unquote(scope)):
+        if scope_of(principal, tenant) == scope:
+            return tenant
+    return None
+
+
+def select(backend: Backend, principal: str | None, tenant: str | None) -> list[str]:
+    """The registered scopes an operator asked for: all of them, a principal's, or one tenant's of theirs."""
+    registered = backend.scopes()
+    if principal is None:
+        return registered
+    if tenant is not None:
+        wanted = scope_of(principal, tenant)
+        return [scope for scope in registered if scope == wanted]
+    return [scope for scope in registered if tenant_in(scope, principal) is not None]
+
+
+def limits_of(settings: Settings) -> dict[str, int]:
+    """Each counter a scope keeps, with the configured limit on it."""
+    env, tasks = runtime_env(settings), task_limits(settings)
+    limits = {name: getattr(env.limits, field) for name, field in QUOTA_LIMITS.items()}
+    return {**limits, "tasks": tasks.max_tasks, "task-bytes": tasks.max_total_bytes}
+
+
+def describe(usage: ScopeUsage, limits: dict[str, int], now: float) -> list[str]:
+    """A scope's report: one line per limit (used, limit, when its first entry frees a slot)."""
+    used = {**usage.counters, "tasks": usage.tasks, "task-bytes": usage.task_bytes}
+    lines = [f"scope {usage.scope}", f"  {'counter':<20} {'used':>12} {'limit':>12}  first slot frees"]
+    for name in [*limits, *sorted(set(used) - set(limits))]:
+        at = usage.frees_at.get(name)
+        frees = "-" if at is None else f"{utc_time(at)} (in {max(0, math.ceil(at - now))} s)"
+        limit = limits.get(name)
+        lines.append(f"  {name:<20} {used.get(name, 0):>12} {'-' if limit is None else limit:>12}  {frees}")
+    lines.append(f"  documents {usage.documents} ({usage.document_bytes} bytes of JSON)")
+    return lines
+
+
+def usage_command(args: argparse.Namespace) -> int:
+    return _with_backend(lambda backend, settings: _usage(backend, settings, args, sys.stdout))
+
+
+def reset_command(args: argparse.Namespace) -> int:
+    return _with_backend(lambda backend, settings: _reset(backend, settings, args, sys.stdout))
+
+
+def _usage(backend: Backend, settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    if args.tenant is not None and args.principal is None:
+        print("quineling store usage: --tenant needs --principal", file=sys.stderr)
+        return 2
+    scopes = select(backend, args.principal, args.tenant)
+    if not scopes:
+        print("no scope holds anything", file=out)
+    now = time.time()
+    limits = limits_of(settings)
+    for scope in scopes:
+        print("\n".join(describe(backend.usage(scope, now), limits, now)), file=out)
+    return 0
+
+
+def _reset(backend: Backend, settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    scopes = select(backend, args.principal, args.tenant)
+    if not scopes:
+        print(f"no scope of principal {args.principal!r} holds anything: nothing to reset", file=out)
+        return 0
+    now = time.time()
+    limits = limits_of(settings)
+    if not args.yes:
+        for scope in scopes:
+            print("\n".join(describe(backend.usage(scope, now), limits, now)), file=out)
+        print(f"not reset: add --yes to drop these {len(scopes)} scope(s)", file=sys.stderr)
+        return 2
+    for scope in scopes:  # one atomic step per scope
+        held = backend.reset(scope)
+        print(
+            f"reset scope {scope}: dropped {held.documents} documents and {held.tasks} tasks",
+            file=out,
+        )
+    return 0
+
+
+def _with_backend(run: Callable[[Backend, Settings], int]) -> int:
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"quineling: {exc}", file=sys.stderr)
+        return 2
+    backend = backend_from_url(settings.store_url, prefix=settings.store_prefix)
+    try:
+        if backend.local:
+            print(f"quineling store: {MEMORY_UNREACHABLE}", file=sys.stderr)
+            return 2
+        return run(backend, settings)
+    except StoreError as exc:
+        print(f"quineling store: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        backend.close()
+
+
+def register(commands: Any) -> None:
+    """Add ``store usage`` and ``store reset`` to the ``quineling`` command's subcommands."""
+    store = commands.add_parser("store", help="inspect or reset stored runtime state and tasks (Redis)")
+    actions = store.add_subparsers(dest="store_command", required=True)
+    usage = actions.add_parser("usage", help="counts and bytes against every limit, per scope")
+    usage.add_argument("--principal", default=None, help="only this principal's scopes")
+    usage.add_argument("--tenant", default=None, help="with --principal: only this tenant ('' for none)")
+    usage.set_defaults(handler=usage_command)
+    reset = actions.add_parser("reset", help="drop a principal's runtime state and tasks")
+    reset.add_argument("--principal", required=True, help="whose scopes to drop")
+    reset.add_argument("--tenant", default=None, help="only this tenant's scope ('' for none)")
+    reset.add_argument("--yes", action="store_true", help="really drop them (without it: show what would go)")
+    reset.set_defaults(handler=reset_command)

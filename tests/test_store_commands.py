@@ -1,0 +1,158 @@
+"""``quineling store usage`` and ``quineling store reset``: in-process over fakeredis (the command's backend
+swapped in) and as a real process over real Redis; the memory store is refused with a reason."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from quineling import store_admin
+from quineling.a2a.context import CallContext
+from quineling.a2a.task_facts import describe_task
+from quineling.cli import main
+from quineling.runtime.context import Env, RuntimeLimits
+from quineling.runtime.runtime import Runtime
+from stores import Backend, RedisBackend, TaskWrite
+from tests.conftest import REDIS_URL, needs_redis
+from tests.support.redis_keys import delete_under
+
+SQUARES = "[2,3,4] | square | sum | report total"
+ALICE = "anonymous"  # the one principal there is before authentication: every caller
+
+
+def populate(backend: Backend, tenant: str, runs: int = 2) -> str:
+    """A create and ``runs`` runs in one tenant's scope, each with its task, as the service commits them."""
+    scope = store_admin.scope_of(ALICE, tenant)
+    runtime = Runtime(store=backend.state_store(), env=Env(limits=RuntimeLimits(max_records=10)))
+    tasks = backend.task_store(describe=describe_task)
+    task_scope = CallContext(tenant=tenant, user=ALICE).scope
+
+    def attach(_outcome: Any) -> TaskWrite:
+        body = {"id": uuid.uuid4().hex, "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
+        return TaskWrite(tasks, task_scope, body)
+
+    created = runtime.dispatch({"operation": "create", "thought": SQUARES}, scope=scope, attach=attach)
+    artifact_id = created["result"]["artifact"]["id"]
+    for _ in range(runs):
+        runtime.dispatch({"operation": "run", "artifactId": artifact_id}, scope=scope, attach=attach)
+    return scope
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """The backend the commands open: one fakeredis server behind every backend they make."""
+    import fakeredis
+
+    server = fakeredis.FakeServer()
+    prefix = f"qt-{uuid.uuid4().hex[:8]}"
+
+    def open_backend(url: str, **options: Any) -> Backend:
+        return RedisBackend("redis://fake", client=fakeredis.FakeRedis(server=server), prefix=prefix)
+
+    monkeypatch.setattr(store_admin, "backend_from_url", open_backend)
+    monkeypatch.setenv("QUINELING_STORE_URL", "redis://fake:6379/0")
+    monkeypatch.setenv("QUINELING_MAX_RECORDS", "10")
+    yield open_backend("")
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = main(list(argv))
+    finally:
+        sys.stdout, sys.stderr = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_scope_of_and_its_inverse_follow_the_call_context() -> None:
+    """What the commands select is exactly the scope the service commits a caller's requests in."""
+    for tenant in ("", "default", "acme", "a/b", "ünï", "%41"):
+        scope = store_admin.scope_of(ALICE, tenant)
+        assert scope == CallContext(tenant=tenant, user=ALICE).partition
+        assert store_admin.tenant_in(scope, ALICE) == tenant
+
+
+def test_usage_prints_every_scope_against_every_limit(fake: Backend) -> None:
+    default, acme = populate(fake, ""), populate(fake, "acme", runs=3)
+    code, out, _ = run("store", "usage")
+    assert code == 0
+    blocks = {block.splitlines()[0]: block for block in out.split("scope ")[1:]}
+    assert set(blocks) == {default, acme}
+    rows = {line.split()[0]: line.split() for line in blocks[acme].splitlines()[2:]}
+    assert rows["artifacts"][1:3] == ["1", "128"]
+    assert rows["records"][1:3] == ["3", "10"]  # QUINELING_MAX_RECORDS
+    assert rows["records"][4:] == ["(in", "900", "s)"]  # the oldest record lapses 900 s after it was made
+    assert rows["tasks"][1:3] == ["4", "128"] and rows["admission-receipts"][1:] == ["0", "128", "-"]
+    assert int(rows["task-bytes"][1]) == fake.usage(acme).task_bytes
+    assert "documents 4 (" in blocks[acme]  # the artifact and three records
+    code, out, _ = run("store", "usage", "--principal", ALICE, "--tenant", "acme")
+    assert code == 0 and out.startswith(f"scope {acme}\n") and out.count("scope ") == 1
+
+
+def test_reset_needs_yes_and_drops_one_scope_whole(fake: Backend) -> None:
+    default, acme = populate(fake, ""), populate(fake, "acme")
+    code, out, err = run("store", "reset", "--principal", ALICE, "--tenant", "acme")
+    assert code == 2 and "add --yes" in err and out.startswith(f"scope {acme}")
+    assert not fake.usage(acme).is_empty  # nothing dropped without --yes
+    code, out, _ = run("store", "reset", "--principal", ALICE, "--tenant", "acme", "--yes")
+    assert code == 0 and out == f"reset scope {acme}: dropped 3 documents and 3 tasks\n"
+    assert fake.usage(acme).is_empty and fake.scopes() == [default]
+    assert fake.usage(default).counters == {
+        "artifacts": 1,
+        "artifact-bytes": fake.usage(default).counters["artifact-bytes"],
+        "records": 2,
+    }
+    code, out, _ = run("store", "reset", "--principal", ALICE, "--yes")  # every scope of the principal
+    assert code == 0 and out.startswith(f"reset scope {default}") and fake.scopes() == []
+    code, out, _ = run("store", "reset", "--principal", ALICE, "--yes")
+    assert code == 0 and "nothing to reset" in out
+
+
+def test_the_memory_store_is_refused_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUINELING_STORE_URL", "memory://")
+    for argv in (("store", "usage"), ("store", "reset", "--principal", ALICE, "--yes")):
+        code, out, err = run(*argv)
+        assert code == 2 and out == ""
+        assert "lives inside the serving process" in err and "restarting the server empties it" in err
+
+
+def test_usage_tenant_needs_a_principal(fake: Backend) -> None:
+    code, _, err = run("store", "usage", "--tenant", "acme")
+    assert code == 2 and "--tenant needs --principal" in err
+
+
+@pytest.mark.redis
+@needs_redis
+def test_the_commands_as_processes_on_real_redis() -> None:
+    prefix = f"qt-cli-{uuid.uuid4().hex[:8]}"
+    backend = RedisBackend(REDIS_URL, prefix=prefix)
+    try:
+        scope = populate(backend, "acme")
+        env = {**os.environ, "QUINELING_STORE_URL": REDIS_URL, "QUINELING_STORE_PREFIX": prefix}
+
+        def command(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "quineling.cli", "store", *argv],
+                env=env, capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+
+        usage = command("usage")
+        assert usage.returncode == 0 and usage.stdout.startswith(f"scope {scope}\n"), usage
+        reset = command("reset", "--principal", ALICE, "--tenant", "acme", "--yes")
+        assert (
+            reset.returncode == 0
+            and reset.stdout == f"reset scope {scope}: dropped 3 documents and 3 tasks\n"
+        )
+        assert backend.scopes() == [] and backend.usage(scope).is_empty
+    finally:
+        backend.close()
+        delete_under(REDIS_URL, prefix)
