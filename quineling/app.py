@@ -13,7 +13,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import discovery, jsonrpc, openapi, rest
+from quineling.a2a import body, discovery, jsonrpc, openapi, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
@@ -110,6 +110,7 @@ def create_app(
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
+    app.after_request(body.close_if_unread)  # a body left unread is not drained: the connection closes
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page

@@ -13,16 +13,18 @@ import json
 import re
 from typing import Any
 
-from flask import request
+from flask import Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from quineling.a2a.errors import InvalidParamsError, InvalidRequestError, JSONParseError
+from quineling.config import close_connection
 from stores import codec
 
 # Arrays and objects a request object (the HTTP+JSON body, the JSON-RPC ``params``) may nest, itself included.
 MAX_DEPTH = codec.MAX_DEPTH
 
 _SHOWN_KEYS = 8  # a path in an error message shows at most this many steps
+_READ_TO_END = "quineling.a2a.body_read"  # WSGI environ: the request body was read to its end
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
@@ -53,6 +55,7 @@ def read_limited(limit: int) -> bytes:
             # Streams may return less than asked (werkzeug's LimitedStream, a chunked body): read again.
             chunk = stream.read(limit + 1 - size)
             if not chunk:
+                request.environ[_READ_TO_END] = True
                 break
             chunks.append(chunk)
             size += len(chunk)
@@ -63,6 +66,16 @@ def read_limited(limit: int) -> bytes:
     if size > limit:
         raise too_large(limit)
     return b"".join(chunks)
+
+
+def close_if_unread(response: Response) -> Response:
+    """After every request (``app.after_request``): a body that was not read to its end — refused before
+    reading (a bad Content-Type, an unknown route, a foreign Host) or while reading (too large) — is not left
+    for the server to drain; the connection is closed after the answer instead."""
+    has_body = bool(request.content_length) or bool(request.headers.get("Transfer-Encoding"))
+    if has_body and not request.environ.get(_READ_TO_END):
+        close_connection(request.environ.get("wsgi.input"))
+    return response
 
 
 def parse(raw: bytes, *, envelope: bool = False) -> Any:

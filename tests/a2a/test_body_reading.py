@@ -140,3 +140,44 @@ def test_a_body_the_server_cannot_read_is_invalid_request(client: Any) -> None:
         response = post_chunked(client, path, Broken(10))
         assert response.status_code == 400
         assert "could not be read" in response.get_json()["error"]["message"]
+
+
+class GunicornRequest:
+    """What gunicorn's pre_request hook is given: a request whose ``body`` is the WSGI input stream."""
+
+    def __init__(self, body: Any) -> None:
+        self.body = body
+        self.must_close = False
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "size", "closes"),
+    [
+        ("/a2a/rest/message:send", {}, 256 * LIMIT, True),  # too large: reading stopped
+        ("/a2a/jsonrpc", {}, 256 * LIMIT, True),
+        ("/a2a/rest/message:send", {"Content-Type": "text/plain"}, 100, True),  # refused unread: 415
+        ("/a2a/jsonrpc", {"Content-Type": "text/plain"}, 100, True),
+        ("/a2a/rest/no/such/route", {}, 100, True),  # 404: nobody reads it
+        ("/a2a/rest/message:send", {}, 100, False),  # read to its end (then refused as not JSON): kept
+        ("/a2a/jsonrpc", {}, 0, False),  # an empty chunked body
+    ],
+)
+def test_a_body_left_unread_closes_the_connection(
+    client: Any, path: str, headers: dict[str, str], size: int, closes: bool
+) -> None:
+    """Under gunicorn, an answer that leaves a request body unread makes the worker close the connection
+    rather than read the rest of the body to reach the next request (without a bound, under gevent)."""
+    from quineling.config import remember_request
+
+    upload = Upload(size)
+    served = GunicornRequest(upload)
+    remember_request(None, served)
+    response = client.open(
+        path,
+        method="POST",
+        headers={"Transfer-Encoding": "chunked", "Content-Type": "application/json", **V1, **headers},
+        environ_overrides={"wsgi.input": upload, "wsgi.input_terminated": True},
+    )
+    assert response.status_code >= 400
+    assert served.must_close is closes
+    assert upload.consumed <= LIMIT + 1
