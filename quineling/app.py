@@ -13,7 +13,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import discovery, jsonrpc, openapi, rest
+from quineling.a2a import body, discovery, jsonrpc, openapi, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
@@ -90,6 +90,9 @@ def create_app(
         OPENAPI_VERSION="3.0.3",
         OPENAPI_URL_PREFIX=REST_PREFIX,
         OPENAPI_JSON_PATH="openapi.json",
+        # werkzeug's own cap, for any body reader besides the bindings' (quineling/a2a/body.py): one byte
+        # above the limit, so that the bindings' reader, which stops there, decides and answers 413 itself.
+        MAX_CONTENT_LENGTH=settings.request_limit_bytes + 1,
     )
     app.extensions[EXTENSION_NAME] = A2AState(
         service=service,
@@ -107,6 +110,7 @@ def create_app(
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
+    app.after_request(body.close_if_unread)  # a body left unread is not drained: the connection closes
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page

@@ -8,6 +8,7 @@ import ipaddress
 import math
 import os
 import re
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -294,11 +295,33 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # greenlet for at most this long).
         "keepalive": 5,
         "post_worker_init": _watch_worker,
+        "pre_request": remember_request,
         "accesslog": "-" if settings.access_log else None,
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads
     return options
+
+
+# gunicorn's request of each WSGI input stream being served (environ["wsgi.input"] is the request's body), so
+# the app can have a connection closed (close_connection); entries go with their requests.
+_requests_by_input: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def remember_request(worker: Any, req: Any) -> None:
+    """gunicorn's ``pre_request`` hook: note the request of this WSGI input stream."""
+    body = getattr(req, "body", None)
+    if body is not None:
+        _requests_by_input[body] = req
+
+
+def close_connection(wsgi_input: object) -> None:
+    """Have gunicorn answer the request of ``wsgi_input`` with ``Connection: close`` and close the connection
+    after it, rather than read the rest of a body the app did not read to serve another request — a read
+    that has no bound under gevent, so an endless upload would keep the worker busy. A no-op in-process."""
+    req = _requests_by_input.get(wsgi_input)
+    if req is not None:
+        req.must_close = True  # what gunicorn's own Request.force_close sets, on HTTP/1 and HTTP/2 requests
 
 
 # The gunicorn worker serving this process (none in-process): streams ask it whether to end early.

@@ -59,8 +59,10 @@ def parse_instant(text: object) -> datetime | None:
 
 
 def instant_micros(value: datetime) -> int:
-    """Microseconds since the epoch: an exact integer for ordering and cursors."""
-    delta = value.astimezone(UTC) - _EPOCH
+    """Microseconds since the epoch: an exact integer for ordering and cursors. ``value`` must be aware; it is
+    not converted to UTC first, which could overflow near the ends of the datetime range (a year-1 instant
+    with a positive offset lies in year 0 in UTC)."""
+    delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

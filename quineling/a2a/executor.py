@@ -203,6 +203,7 @@ class QuinelingExecutor:
     def _state_of(self, task: JSON, outcome: JSON) -> tuple[str, JSON | None]:
         result = outcome.get("result")
         status = result.get("status") if isinstance(result, dict) else None
+        status = status if isinstance(status, str) else None  # looked up in a set below: must be hashable
         operation = outcome.get("operation", "request")
         if status == "clarify":
             text = (

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException
 
+from quineling.a2a import body as request_body
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.context import CallContext
@@ -25,14 +26,12 @@ from quineling.a2a.errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
     InvalidRequestError,
-    JSONParseError,
     MethodNotFoundError,
     as_a2a_error,
 )
 from quineling.a2a.service import A2AService
 from quineling.a2a.sse import compact, sse_response
 from quineling.a2a.streams import held_stream
-from stores import codec
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("a2a_jsonrpc", __name__)
@@ -85,19 +84,13 @@ def _json(body: dict[str, Any], status: int = 200) -> Response:
 def _read_request(limit: int) -> dict[str, Any]:
     if request.content_type and not is_json_media_type(request.content_type):
         raise _Reject(ContentTypeNotSupportedError(f"Content-Type {request.mimetype} is not supported"), 400)
-    too_large = _Reject(InvalidRequestError(f"Request body exceeds {limit} bytes"), 413)
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large
     try:
-        raw = request.stream.read(limit + 1)
-    except RequestEntityTooLarge:
-        raise too_large from None
-    if len(raw) > limit:
-        raise too_large
-    try:
-        body = codec.loads(raw, strict=True)
-    except (ValueError, RecursionError):
-        raise _Reject(JSONParseError(), 400) from None
+        raw = request_body.read_limited(limit)  # never more than limit + 1 bytes, chunked or not
+        body = request_body.parse(raw, envelope=True)
+    except request_body.UnacceptableValue as exc:
+        raise _unacceptable(exc) from None
+    except A2AError as exc:  # too large (413), unreadable or not JSON (400)
+        raise _Reject(exc, exc.status_code) from None
     if isinstance(body, list):
         raise _Reject(InvalidRequestError("Batch requests are not supported"))
     if not isinstance(body, dict):
@@ -110,6 +103,18 @@ def _read_request(limit: int) -> dict[str, Any]:
     if not isinstance(body.get("method"), str):
         raise _Reject(InvalidRequestError("method must be a string"), rpc_id=rpc_id)
     return body
+
+
+def _unacceptable(exc: request_body.UnacceptableValue) -> _Reject:
+    """Valid JSON the request may not carry: InvalidParams when it lies in ``params`` (or nobody knows where),
+    else InvalidRequest; the request's id is echoed when it is itself fine."""
+    document, path = exc.document, exc.path
+    rpc_id = document.get("id") if isinstance(document, dict) and path and path[0] != "id" else None
+    if isinstance(rpc_id, bool) or not isinstance(rpc_id, str | int):
+        rpc_id = None
+    if path is None or (path and path[0] == "params"):
+        return _Reject(exc, rpc_id=rpc_id)
+    return _Reject(InvalidRequestError(exc.message), rpc_id=rpc_id)
 
 
 @blueprint.route(JSONRPC_PATH, methods=["POST"], strict_slashes=False)

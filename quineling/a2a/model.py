@@ -55,7 +55,7 @@ def normalize_part(part: Any, where: str) -> dict[str, Any]:
     if kind in ("text", "url") and not isinstance(value, str):
         raise InvalidParamsError(f"{where}.{kind} must be a string")
     out: dict[str, Any] = {kind: _raw(value, f"{where}.raw") if kind == "raw" else copy.deepcopy(value)}
-    metadata = wire.require_object(wire.field(part, "metadata"), f"{where}.metadata")
+    metadata = wire.metadata(part, f"{where}.metadata")
     if metadata:
         out["metadata"] = copy.deepcopy(metadata)
     for name in ("filename", "mediaType"):
@@ -83,7 +83,7 @@ def normalize_message(message: Any) -> dict[str, Any]:
     if not isinstance(parts, list):
         raise InvalidParamsError("message.parts must be an array")
     out["parts"] = [normalize_part(p, f"message.parts[{i}]") for i, p in enumerate(parts)]
-    metadata = wire.require_object(wire.field(message, "metadata"), "message.metadata")
+    metadata = wire.metadata(message, "message.metadata")
     if metadata:
         out["metadata"] = copy.deepcopy(metadata)
     for name in ("extensions", "referenceTaskIds"):

@@ -14,7 +14,7 @@ from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from quineling.a2a import schemas
+from quineling.a2a import body, schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.context import CallContext
 from quineling.a2a.endpoints import REST_PREFIX
@@ -23,36 +23,40 @@ from quineling.a2a.errors import (
     ContentTypeNotSupportedError,
     InvalidParamsError,
     InvalidRequestError,
-    JSONParseError,
     as_a2a_error,
     from_http_exception,
 )
 from quineling.a2a.sse import compact, sse_response
 from quineling.a2a.streams import held_stream
-from stores import codec
 
 _BODY_KEY = "quineling.a2a.body"
+_RAW_KEY = "quineling.a2a.raw_body"
 
 
 def request_body() -> dict[str, Any]:
-    """The JSON body, parsed strictly once per request (cached in the WSGI environ, which is per request,
-    unlike ``g``); an empty body is ``{}``."""
+    """The JSON body, read (at most the size limit) and parsed strictly once per request (cached in the WSGI
+    environ, which is per request, unlike ``g``); an empty body is ``{}``."""
     cached: dict[str, Any] | None = request.environ.get(_BODY_KEY)
     if cached is not None:
         return cached
-    raw = request.get_data(cache=True)
+    raw = _raw_body()
     if not raw.strip():
-        body: Any = {}
+        parsed: Any = {}
     else:
-        try:
-            body = codec.loads(raw, strict=True)
-        except (ValueError, RecursionError):
-            raise JSONParseError() from None
-        if not isinstance(body, dict):
+        parsed = body.parse(raw)
+        if not isinstance(parsed, dict):
             raise InvalidRequestError("The request body must be a JSON object")
-    request.environ[_BODY_KEY] = body
-    parsed: dict[str, Any] = body
-    return parsed
+    request.environ[_BODY_KEY] = parsed
+    result: dict[str, Any] = parsed
+    return result
+
+
+def _raw_body() -> bytes:
+    raw: bytes | None = request.environ.get(_RAW_KEY)
+    if raw is None:
+        raw = body.read_limited(state().request_limit_bytes)
+        request.environ[_RAW_KEY] = raw
+    return raw
 
 
 class _Parser(FlaskParser):
@@ -111,21 +115,16 @@ def _check_request() -> Response | None:
         return response
     limit = state().request_limit_bytes
     if request.content_length is not None and request.content_length > limit:
-        _too_large(limit)
-    has_body = bool(request.content_length) or request.headers.get("Transfer-Encoding") == "chunked"
+        raise body.too_large(limit)
+    has_body = bool(request.content_length) or bool(request.headers.get("Transfer-Encoding"))
     if has_body and not is_json_media_type(request.content_type):
         # A bad request header is an HTTP media-type problem: 415 (docs/decisions-a2a.md, "Bindings").
         raise ContentTypeNotSupportedError(
             f"Content-Type {request.mimetype or '(none)'} is not supported", http_status=415
         )
-    if has_body and len(request.get_data(cache=True)) > limit:
-        _too_large(limit)
+    _raw_body()  # every route: at most limit + 1 bytes are read, whatever the framing
     check_version("HTTP+JSON", requested_version())
     return None
-
-
-def _too_large(limit: int) -> NoReturn:
-    raise InvalidRequestError(f"Request body exceeds {limit} bytes", http_status=413)
 
 
 def _media_type() -> str:

@@ -81,6 +81,7 @@ class A2AService:
     def _execute(self, params: JSON, ctx: CallContext) -> tuple[Execution, int | None]:
         params = wire.require_object(params, "params")
         message = normalize_message(wire.field(params, "message"))
+        wire.metadata(params)  # validated for every binding alike; the request's metadata is not kept
         config = wire.require_object(wire.field(params, "configuration"), "configuration")
         history_length = wire.history_length(config)
         # returnImmediately/blocking and acceptedOutputModes are read for validation only: the work is
@@ -219,6 +220,7 @@ class A2AService:
         it again (idempotent)."""
         params = wire.require_object(params, "params")
         task_id = _task_id(params)
+        wire.metadata(params)  # validated for every binding alike; the request's metadata is not kept
         for _ in range(CONFLICT_ATTEMPTS):
             current = self._load_versioned(ctx, task_id)
             task = current.value

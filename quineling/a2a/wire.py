@@ -54,6 +54,11 @@ def require_object(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
+def metadata(obj: Mapping[str, Any], what: str = "metadata") -> dict[str, Any]:
+    """A request's or object's ``metadata``: an object (a protobuf Struct), ``{}`` when absent."""
+    return require_object(field(obj, "metadata"), what)
+
+
 def string(obj: Mapping[str, Any], name: str, *, required: bool = False) -> str | None:
     value = field(obj, name)
     if value is None or value == "":
@@ -126,7 +131,13 @@ def timestamp(obj: Mapping[str, Any], name: str) -> datetime | None:
         raise InvalidParamsError(f"{name} must be an RFC 3339 timestamp") from None
     if parsed.tzinfo is None:
         raise InvalidParamsError(f"{name} must include a timezone")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+23:59 is an instant in year 0
+        raise InvalidParamsError(
+            f"{name} must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z "
+            "(the range of a protobuf Timestamp)"
+        ) from None
 
 
 def now_rfc3339() -> str:

@@ -1,8 +1,8 @@
 """Closed-record validation for runtime requests.
 
 Every request object rejects unknown fields at any depth with ``invalid-request`` and a path; numbers must be
-finite (``non-finite``); integer fields accept integral floats such as ``23.0`` (protobuf Struct) and reject
-``23.5`` and booleans. Validators return the cleaned value, so handlers receive plain typed data.
+finite (``non-finite``) and strings valid Unicode (``invalid-request``); integer fields accept integral floats
+such as ``23.0`` (protobuf Struct) and reject ``23.5`` and booleans. Validators return the cleaned value, so handlers receive plain typed data.
 
 A spec is a callable ``(value, path) -> cleaned``. Compose them with :func:`record`, :func:`list_of`, etc.
 """
@@ -36,15 +36,56 @@ def fail(message: str, path: str, code: str = "invalid-request") -> QuinelingErr
 
 def ensure_finite(value: object, path: str = "") -> None:
     """Reject NaN/Infinity anywhere inside ``value`` (dicts, lists, numbers)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise fail("numbers must be finite", path, "non-finite")
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            ensure_finite(v, join(path, str(k)))
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            ensure_finite(v, join(path, i))
+    non_finite, _ = _scan(value, path, strings=False)
+    if non_finite is not None:
+        raise fail("numbers must be finite", non_finite, "non-finite")
+
+
+def ensure_request_values(value: object, path: str = "") -> None:
+    """Reject NaN/Infinity (``non-finite``, looked for first) and any string or member name that is not
+    valid Unicode (a lone surrogate, which cannot be encoded as UTF-8: ``invalid-request``) inside ``value``."""
+    non_finite, bad_string = _scan(value, path, strings=True)
+    if non_finite is not None:
+        raise fail("numbers must be finite", non_finite, "non-finite")
+    if bad_string is not None:
+        raise fail("strings must be valid Unicode (no lone surrogates)", bad_string)
+
+
+def _scan(value: object, path: str, *, strings: bool) -> tuple[str | None, str | None]:
+    """The paths of the first non-finite number and (with ``strings``) the first non-Unicode string, in
+    document order. Iterative, so no nesting a caller hands over can exhaust Python's recursion limit."""
+    non_finite: str | None = None
+    bad_string: str | None = None
+    stack: list[tuple[object, str]] = [(value, path)]
+    while stack and non_finite is None:
+        item, where = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                non_finite = where
+        elif isinstance(item, str):
+            if strings and bad_string is None and not _is_unicode(item):
+                bad_string = where
+        elif isinstance(item, Mapping):
+            children: list[tuple[object, str]] = []
+            for k, v in item.items():
+                key = str(k)
+                if strings and bad_string is None and not _is_unicode(key):
+                    bad_string = join(where, key)
+                children.append((v, join(where, key)))
+            stack.extend(reversed(children))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed([(v, join(where, i)) for i, v in enumerate(item)]))
+    return non_finite, bad_string
+
+
+def _is_unicode(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Optional:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from quineling.runtime import retention
 from quineling.runtime.context import QUOTA_LIMITS, Env, RuntimeLimits, StateView, utc_time
 from quineling.runtime.errors import QuinelingError
-from quineling.runtime.fields import ensure_finite
+from quineling.runtime.fields import ensure_request_values
 from quineling.runtime.operations import Operation
 from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet, Key
@@ -175,7 +175,7 @@ class Runtime:
     def _resolve(self, request: object) -> Operation:
         if not isinstance(request, Mapping):
             raise QuinelingError("invalid-request", "a request must be an object", None)
-        ensure_finite(request)
+        ensure_request_values(request)
         name = request.get("operation")
         if not isinstance(name, str):
             raise QuinelingError("invalid-request", "operation must be a string", "operation")

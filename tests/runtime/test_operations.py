@@ -217,6 +217,41 @@ def test_non_finite_inputs_are_rejected_anywhere(rt: Runtime) -> None:
     assert exc.code == "non-finite"
 
 
+def deep(levels: int, leaf: object) -> object:
+    value = leaf
+    for i in range(levels):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+def test_values_nested_beyond_any_recursion_limit_are_checked_without_recursing(rt: Runtime) -> None:
+    """The runtime's own request check walks iteratively: a caller of ``dispatch`` (not only the A2A layer,
+    which caps nesting at its boundary) gets the runtime's error, never a RecursionError."""
+    exc = error(rt, operation="parse", thought=SQUARES, extra=deep(5000, float("nan")))
+    assert exc.code == "non-finite" and exc.path is not None and exc.path.startswith("extra[0].k[0].k")
+    exc = error(rt, operation="parse", thought=SQUARES, extra=deep(5000, 1))
+    assert (exc.code, exc.path) == ("invalid-request", "extra")
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"operation": "worldCreate", "worldKey": "\ud800", "seed": 1},
+        {"operation": "parse", "thought": "[1] | sum | report t\udfff"},
+        {"operation": "parse", "thought": SQUARES, "options": {"\udc00": 1}},
+    ],
+    ids=["worldKey", "thought", "member-name"],
+)
+def test_strings_that_are_not_valid_unicode_are_invalid_requests(rt: Runtime, request_: dict) -> None:
+    exc = error(rt, **request_)
+    assert exc.code == "invalid-request" and "valid Unicode" in exc.message
+
+
+def test_non_finite_numbers_are_reported_before_bad_strings(rt: Runtime) -> None:
+    exc = error(rt, operation="parse", thought="\ud800", extra=[float("inf")])
+    assert (exc.code, exc.path) == ("non-finite", "extra[0]")
+
+
 def test_artifact_capacity_is_refused_not_evicted() -> None:
     rt = make_runtime(max_artifacts=2)
     first = create(rt, "[1] | sum | report a")

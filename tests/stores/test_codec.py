@@ -81,3 +81,82 @@ def test_any_value_the_standard_library_writes_reads_back_identically(value: obj
     for text in (json.dumps(value), json.dumps(value, ensure_ascii=False), codec.dumps(value)):
         decoded = codec.loads(text.encode("utf-8", "surrogatepass"))
         assert json.dumps(decoded) == json.dumps(json.loads(text))
+
+
+# --- strict: valid JSON a request may not carry --------------------------------------------------------
+
+LONG = "1" * 20  # a run of 19+ digits sends the text down the standard library's path
+
+
+@pytest.mark.parametrize("parser", ["orjson", "stdlib"])
+@pytest.mark.parametrize(
+    ("text", "problem", "path"),
+    [
+        ('{"a": [1, "\\ud800"]}', "surrogate", ("a", 1)),
+        ('{"a": {"\\udfff": 1}}', "surrogate-name", ("a", "\udfff")),
+        ('{"a": {"b": 1e400}}', "non-finite", ("a", "b")),
+        ('{"a": [-1E+999]}', "non-finite", ("a", 0)),
+        ('"\\udc00"', "surrogate", ()),
+        ('{"x": "\\ud800", "y": 1e400}', "surrogate", ("x",)),  # the first in document order
+        ('{"y": 1e400, "x": "\\ud800"}', "non-finite", ("y",)),
+    ],
+)
+def test_strict_refuses_what_a_request_may_not_carry(
+    text: str, problem: str, path: tuple, parser: str
+) -> None:
+    raw = (text if parser == "orjson" else f"[{LONG}, {text}]").encode()
+    with pytest.raises(codec.Unacceptable) as refused:
+        codec.loads(raw, strict=True)
+    assert refused.value.problem == problem
+    assert refused.value.path == (path if parser == "orjson" else (1, *path))
+    assert refused.value.document == json.loads(raw)  # parsed: the caller may read the rest (a JSON-RPC id)
+    json.loads(raw)  # all of it is valid JSON, and the default mode still reads it
+    codec.loads(raw)
+
+
+def nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize("parser", ["orjson", "stdlib"])
+def test_strict_caps_nesting_depth(parser: str) -> None:
+    def load(levels: int, max_depth: int = codec.MAX_DEPTH) -> object:
+        text = nested(levels) if parser == "orjson" else f"[{LONG}, {nested(levels - 1)}]"
+        return codec.loads(text.encode(), strict=True, max_depth=max_depth)
+
+    assert load(codec.MAX_DEPTH) is not None
+    with pytest.raises(codec.Unacceptable) as refused:
+        load(codec.MAX_DEPTH + 1)
+    assert refused.value.problem == "depth" and len(refused.value.path or ()) == codec.MAX_DEPTH
+    assert load(5, max_depth=5) is not None
+    with pytest.raises(codec.Unacceptable):
+        load(6, max_depth=5)
+
+
+def test_nesting_no_parser_can_read_is_refused_as_too_deep() -> None:
+    for raw in (nested(5000).encode(), ('{"a": ' + nested(20000) + "}").encode(), b"[" * 100_000):
+        with pytest.raises(codec.Unacceptable) as refused:
+            codec.loads(raw, strict=True)
+        assert refused.value.problem == "depth" and refused.value.path is None
+
+
+def test_strict_refuses_integers_the_standard_library_cannot_convert() -> None:
+    with pytest.raises(codec.Unacceptable) as refused:
+        codec.loads(('{"id": 1, "n": [' + "7" * 5000 + "]}").encode(), strict=True)
+    assert (refused.value.problem, refused.value.path) == ("long-integer", ("n", 0))
+    assert refused.value.document["id"] == 1
+    exact = int("7" * codec.MAX_INT_DIGITS)
+    assert codec.loads(f"[-{exact}]".encode(), strict=True) == [-exact]
+
+
+@given(json_values)
+def test_strict_reads_every_acceptable_value_exactly(value: object) -> None:
+    """Finite numbers, valid Unicode and shallow nesting pass strict loads untouched."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a raw lone surrogate: such bytes are not UTF-8, so not JSON text at all
+        with pytest.raises(ValueError):
+            codec.loads(text.encode("utf-8", "surrogatepass"), strict=True)
+        return
+    assert json.dumps(codec.loads(text.encode(), strict=True)) == json.dumps(value)

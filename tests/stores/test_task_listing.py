@@ -78,6 +78,33 @@ def test_status_timestamp_after_is_inclusive_and_offset_aware(task_store: TaskSt
     assert page.total_size == 2
 
 
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        (
+            datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=23, minutes=59))),
+            ["last", "first"],
+        ),  # year 0 in UTC
+        (datetime(9999, 12, 31, 23, 59, tzinfo=timezone(-timedelta(hours=23, minutes=59))), []),  # year 10000
+        (datetime(1, 1, 1, tzinfo=UTC), ["last", "first"]),
+        (datetime.max.replace(tzinfo=UTC), ["last"]),
+    ],
+)
+def test_status_after_at_the_ends_of_the_datetime_range(
+    task_store: TaskStore, after: datetime, expected: list[str]
+) -> None:
+    """Any aware instant filters without overflowing, even one that has no UTC datetime of its own."""
+    task_store.save("s", task("first", ts="0001-01-01T00:00:00Z"))
+    task_store.save("s", task("last", ts="9999-12-31T23:59:59.999999Z"))
+    page = task_store.list("s", TaskQuery(status_after=after, page_size=1))
+    assert [t["id"] for t in page.tasks] == expected[:1] and page.total_size == len(expected)
+    if page.next_page_token:  # the cursor of such a filter works too
+        rest = task_store.list(
+            "s", TaskQuery(status_after=after, page_size=1, page_token=page.next_page_token)
+        )
+        assert [t["id"] for t in rest.tasks] == expected[1:]
+
+
 def test_page_size_must_be_1_to_100(task_store: TaskStore) -> None:
     for bad in (0, 101, -1):
         with pytest.raises(ValueError):

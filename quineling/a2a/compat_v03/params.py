@@ -79,4 +79,6 @@ def send_params_to_v1(params: Json) -> Json:
     out: Json = {"message": message_to_v1(params.get("message"))}
     if params.get("configuration") is not None:
         out["configuration"] = send_config_to_v1(params["configuration"])
+    if params.get("metadata") is not None:  # judged like 1.0's, not dropped when empty-ish
+        require_object(params["metadata"], "metadata")
     return copy_nonempty(params, out, "metadata")

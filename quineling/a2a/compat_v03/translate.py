@@ -48,7 +48,7 @@ TERMINAL_V03_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
 
 
 def role_to_v1(role: Any, path: str = "message.role") -> str:
-    if role not in _ROLES_TO_V1:
+    if not isinstance(role, str) or role not in _ROLES_TO_V1:  # a list or object is unhashable
         raise invalid(path, "must be 'user' or 'agent'")
     return _ROLES_TO_V1[role]
 
@@ -159,6 +159,8 @@ def message_to_v1(message: Any, path: str = "message") -> Json:
         out["role"] = role_to_v1(message["role"], f"{path}.role")
     if message.get("parts") is not None:
         out["parts"] = _parts_to_v1(message["parts"], f"{path}.parts")
+    if message.get("metadata") is not None:  # judged like 1.0's, not dropped when empty-ish
+        require_object(message["metadata"], f"{path}.metadata")
     return copy_nonempty(message, out, *_MESSAGE_EXTRAS)
 
 

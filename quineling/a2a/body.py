@@ -1,0 +1,120 @@
+"""Request bodies, the same for every binding: read at most the size limit, parse strictly, refuse what a
+request may not carry (docs/decisions-a2a.md, "Request limits").
+
+Reading stops at ``limit + 1`` bytes whatever the framing (``Content-Length`` or chunked), so an oversized
+upload costs a worker at most that much memory and never the whole body. What parses as JSON but cannot be
+served — nesting deeper than :data:`MAX_DEPTH`, a lone surrogate escape, a number beyond the double range —
+is :class:`UnacceptableValue` (``InvalidParams``) naming where it is, before any of it is copied or stored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from flask import Response, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from quineling.a2a.errors import InvalidParamsError, InvalidRequestError, JSONParseError
+from quineling.config import close_connection
+from stores import codec
+
+# Arrays and objects a request object (the HTTP+JSON body, the JSON-RPC ``params``) may nest, itself included.
+MAX_DEPTH = codec.MAX_DEPTH
+
+_SHOWN_KEYS = 8  # a path in an error message shows at most this many steps
+_READ_TO_END = "quineling.a2a.body_read"  # WSGI environ: the request body was read to its end
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+class UnacceptableValue(InvalidParamsError):
+    """A request value the codec refused (:class:`stores.codec.Unacceptable`); ``path`` starts at the parsed
+    document's root (``None``: unknown), ``document`` is that document when it could be parsed."""
+
+    def __init__(self, message: str, path: codec.Path | None, document: Any) -> None:
+        super().__init__(message)
+        self.path = path
+        self.document = document
+
+
+def too_large(limit: int) -> InvalidRequestError:
+    return InvalidRequestError(f"Request body exceeds {limit} bytes", http_status=413)
+
+
+def read_limited(limit: int) -> bytes:
+    """The raw body: 413 (:func:`too_large`) as soon as more than ``limit`` bytes arrive, without reading
+    further; a body the client does not deliver intact (a broken chunk, a disconnect) is ``InvalidRequest``."""
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        stream = request.stream
+        while size <= limit:
+            # Streams may return less than asked (werkzeug's LimitedStream, a chunked body): read again.
+            chunk = stream.read(limit + 1 - size)
+            if not chunk:
+                request.environ[_READ_TO_END] = True
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except RequestEntityTooLarge:  # werkzeug's own cap (MAX_CONTENT_LENGTH) on a stream
+        raise too_large(limit) from None
+    except Exception as exc:  # noqa: BLE001 - the server's framing errors are the client's doing
+        raise InvalidRequestError(f"The request body could not be read ({type(exc).__name__})") from None
+    if size > limit:
+        raise too_large(limit)
+    return b"".join(chunks)
+
+
+def close_if_unread(response: Response) -> Response:
+    """After every request (``app.after_request``): a body that was not read to its end — refused before
+    reading (a bad Content-Type, an unknown route, a foreign Host) or while reading (too large) — is not left
+    for the server to drain; the connection is closed after the answer instead."""
+    has_body = bool(request.content_length) or bool(request.headers.get("Transfer-Encoding"))
+    if has_body and not request.environ.get(_READ_TO_END):
+        close_connection(request.environ.get("wsgi.input"))
+    return response
+
+
+def parse(raw: bytes, *, envelope: bool = False) -> Any:
+    """The JSON value of ``raw``, parsed strictly. With ``envelope`` (JSON-RPC) the request object is one
+    level down (``params``) and still gets the whole :data:`MAX_DEPTH`, so both bindings accept the same."""
+    try:
+        return codec.loads(raw, strict=True, max_depth=MAX_DEPTH + envelope)
+    except codec.Unacceptable as exc:
+        raise UnacceptableValue(_describe(exc), exc.path, exc.document) from None
+    except ValueError:
+        raise JSONParseError() from None
+
+
+def _describe(exc: codec.Unacceptable) -> str:
+    where = _where(exc.path) if exc.path is not None else None
+    if exc.problem == "depth":
+        at = f"{where} nests" if where else "The request nests"
+        return f"{at} arrays and objects more than {MAX_DEPTH} levels deep (the limit)"
+    if exc.problem == "long-integer":
+        return f"{where or 'the request'}: integers may have at most {codec.MAX_INT_DIGITS} digits"
+    if exc.problem in ("surrogate", "surrogate-name"):
+        what = "the member name" if exc.problem == "surrogate-name" else "the string"
+        return (
+            f"{where or 'the request'}: {what} holds a lone surrogate escape (\\ud800-\\udfff without its "
+            "pair), which is not valid Unicode and cannot be encoded as UTF-8"
+        )
+    return f"{where or 'the request'}: numbers must be finite (this one is beyond the range of a double)"
+
+
+def _where(path: codec.Path) -> str:
+    """``params.message.parts[0].data`` for a path; odd member names are quoted in ASCII, long paths cut."""
+    text = ""
+    for step, key in enumerate(path):
+        if step == _SHOWN_KEYS:
+            return text + "…"
+        if isinstance(key, int):
+            text += f"[{key}]"
+        elif _NAME.fullmatch(key):
+            text += f".{key}" if text else key
+        else:
+            text += f"[{json.dumps(key[:64], ensure_ascii=True)}]"
+    return text or "the request body"
