@@ -84,6 +84,9 @@ def create_app(
     )
 
     app = Flask("quineling", static_folder=None)
+    # werkzeug would answer a path with doubled slashes with an HTML 308 redirect; here it is simply not a
+    # route, answered in the binding's error shape like any other.
+    app.url_map.merge_slashes = False
     app.config.update(
         API_TITLE="Quineling A2A HTTP+JSON",
         API_VERSION="1.0",

@@ -154,3 +154,10 @@ def test_openapi_document(client: Any) -> None:
     assert {"/a2a/rest/message:send", "/a2a/rest/tasks/{task_id}:cancel", "/a2a/rest/{tenant}/tasks"} <= set(
         spec["paths"]
     )
+
+
+@pytest.mark.parametrize("path", ["/a2a/rest/tasks//x", "/a2a/rest//tasks", "/a2a/jsonrpc//"])
+def test_doubled_slashes_are_no_route_and_never_an_html_redirect(client: Any, path: str) -> None:
+    response = client.get(path, headers={"A2A-Version": "1.0"})
+    assert response.status_code in (404, 405), response.status_code
+    assert response.mimetype == "application/json"
