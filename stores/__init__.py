@@ -26,6 +26,7 @@ from stores.errors import (
     ConflictError,
     InvalidCursor,
     QuotaExceeded,
+    ScopeLimitReached,
     StoreError,
     StoreUnavailable,
     TaskConflict,
@@ -34,6 +35,7 @@ from stores.errors import (
 )
 from stores.memory import MemoryBackend
 from stores.redis import RedisBackend
+from stores.scopes import ScopeLimits, ScopeRegistry
 
 BACKENDS: dict[str, Callable[..., Backend]] = {
     scheme: backend for backend in (MemoryBackend, RedisBackend) for scheme in backend.scheme
@@ -64,6 +66,9 @@ __all__ = [
     "Quota",
     "QuotaExceeded",
     "RedisBackend",
+    "ScopeLimitReached",
+    "ScopeLimits",
+    "ScopeRegistry",
     "StateStore",
     "StoreError",
     "StoreUnavailable",

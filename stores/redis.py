@@ -13,8 +13,10 @@ import redis
 
 from stores.base import Backend, TaskDescriber, TaskLimits, TaskStore
 from stores.redis_connection import Connection
+from stores.redis_scopes import RedisScopeRegistry
 from stores.redis_state import RedisStateStore
 from stores.redis_tasks import EventLogSettings, RedisTaskStore
+from stores.scopes import Clock, ScopeLimits
 
 
 class RedisBackend(Backend):
@@ -66,6 +68,11 @@ class RedisBackend(Backend):
             clock,
             events,
         )
+
+    def scope_registry(
+        self, limits: ScopeLimits | None = None, *, clock: Clock | None = None
+    ) -> RedisScopeRegistry:
+        return RedisScopeRegistry(self.connection, self.prefix, limits or ScopeLimits(), clock)
 
     def ping(self) -> None:
         self.connection.command("ping")
