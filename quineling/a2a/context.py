@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from stores.base import task_partition
+from stores.base import GROUP_SEPARATOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,15 +14,21 @@ class CallContext:
     user: str = "anonymous"
     requested_version: str = "1.0"
     extensions: tuple[str, ...] = ()
-
-    @property
-    def scope(self) -> str:
-        """The task scope ``tenant/user``: tasks are visible only to their tenant and user. The tenant is
-        escaped, so a ``/`` in it cannot move the boundary to the user part."""
-        return f"{quote(self.tenant or 'default', safe='')}/{self.user}"
+    # The authenticated principal as the stores know it (``quineling.auth.Principal.scope_id``); "" when the
+    # server runs without authentication and every caller is the one anonymous user.
+    principal: str = ""
 
     @property
     def partition(self) -> str:
-        """The tenant as the stores know it: the task store's capacity partition and the runtime's scope,
-        so the runtime's state and the tenant's tasks commit together (``stores.base.task_partition``)."""
-        return task_partition(self.scope)
+        """The runtime scope and the task store's capacity partition: the tenant, inside the principal when
+        there is one (``alice:acme``). A principal's tenants are scopes of one group, so they share a Redis hash
+        tag (``stores.base.scope_group``); the tenant is escaped, so it cannot reach into another principal."""
+        tenant = quote(self.tenant or "default", safe="")
+        return f"{self.principal}{GROUP_SEPARATOR}{tenant}" if self.principal else tenant
+
+    @property
+    def scope(self) -> str:
+        """The task scope ``partition/user``: tasks are visible only to their principal, tenant and user. Its
+        partition is :attr:`partition` (``stores.base.task_partition``), so the runtime's state and the tasks
+        commit together."""
+        return f"{self.partition}/{self.user}"
