@@ -27,8 +27,8 @@ from quineling.app import create_app
 from quineling.runtime.ranch.offspring import candidate_id
 from stores import RedisBackend
 from tests.conftest import BACKENDS, REDIS_URL
-from tests.runtime.test_transport_equivalence import masked, scenario
 from tests.runtime.test_ranch_support import ALLOCATE, SUM_CREDITS, offspring
+from tests.runtime.test_transport_equivalence import masked, scenario
 from tests.support.principals import FLAVOURS, Answer, Caller, keys_file, new_task_id
 from tests.support.redis_keys import delete_under
 
