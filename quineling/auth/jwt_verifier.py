@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import jwt
 from jwt import PyJWK, PyJWKClient, PyJWKSet
 
-from quineling.auth.watch import ParseError, WatchedFile
+from quineling.auth.watch import CHECK_SECONDS, ParseError, WatchedFile
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,8 @@ def parse_jwks(text: str) -> PyJWKSet:
 class FileKeys:
     """A JWKS file, re-read when it changes (a malformed edit keeps the last good set)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self._file = WatchedFile(path, parse_jwks, what="JWKS file")
+    def __init__(self, path: str | Path, *, interval: float = CHECK_SECONDS) -> None:
+        self._file = WatchedFile(path, parse_jwks, what="JWKS file", interval=interval)
 
     def signing_key(self, kid: str | None) -> PyJWK | None:
         return _pick(list(self._file.current().keys), kid)
@@ -80,13 +80,17 @@ class FileKeys:
 class RemoteKeys:
     """A JWKS URL, fetched and cached by ``PyJWKClient``."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        lifespan: float = JWKS_CACHE_SECONDS,
+        cooldown: float = JWKS_REFRESH_COOLDOWN_SECONDS,
+        timeout: float = JWKS_FETCH_TIMEOUT_SECONDS,
+    ) -> None:
+        # The cooldown bounds the fetches a stream of tokens naming unknown keys can cause.
         self._client = PyJWKClient(
-            url,
-            cache_jwk_set=True,
-            lifespan=JWKS_CACHE_SECONDS,
-            timeout=JWKS_FETCH_TIMEOUT_SECONDS,
-            cooldown_duration=JWKS_REFRESH_COOLDOWN_SECONDS,
+            url, cache_jwk_set=True, lifespan=lifespan, timeout=timeout, cooldown_duration=cooldown
         )
 
     def signing_key(self, kid: str | None) -> PyJWK | None:
@@ -134,7 +138,7 @@ class JwtVerifier:
         policy = self.policy
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
             raise InvalidToken(f"unreadable header: {type(exc).__name__}") from None
         algorithm, kid = header.get("alg"), header.get("kid")
         if algorithm not in policy.algorithms:
@@ -154,7 +158,11 @@ class JwtVerifier:
                 leeway=policy.leeway_seconds,
                 options={"require": ["exp", "iss", "aud"], "verify_nbf": True},
             )
-        except jwt.PyJWTError as exc:
+        except (
+            jwt.PyJWTError,
+            ValueError,
+            TypeError,
+        ) as exc:  # a crafted token fails closed, whatever it trips
             raise InvalidToken(type(exc).__name__) from None
         principal = claims.get(policy.principal_claim)
         if not isinstance(principal, str) or not principal or len(principal) > MAX_PRINCIPAL_CHARS:
