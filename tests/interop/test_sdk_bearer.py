@@ -196,10 +196,10 @@ def test_python_sdk_with_a_jwt_in_its_http_clients_headers(
 
 
 def run_js(
-    node: str, server: LiveServer, scenario: str, transport: str, env: dict[str, str]
+    node_path: str, server: LiveServer, scenario: str, transport: str, env: dict[str, str]
 ) -> dict[str, Any]:
     proc = subprocess.run(
-        [node, "client.mjs", server.base_url, scenario, transport],
+        [node_path, "client.mjs", server.base_url, scenario, transport],
         cwd=JS_DIR,
         capture_output=True,
         text=True,
