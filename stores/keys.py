@@ -115,12 +115,14 @@ def task_events_prefix(prefix: str, partition: str) -> str:
 
 
 def partition_keys(prefix: str, partition: str) -> list[str]:
-    """Every fixed key a partition's writes create: its state scope's and its tasks' (not the per-task event
-    streams, which expire on their own TTL). Deleting these deletes the partition."""
+    """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
+    (not the per-task event streams, which expire on their own TTL, nor the deployment's :func:`registry` set,
+    which names the partition as a member). Deleting these deletes the partition."""
     return [
         documents(prefix, partition),
         versions(prefix, partition),
         counters(prefix, partition),
+        *retention(prefix, partition),
         *task_keys(prefix, partition).values(),
         task_identity(prefix, partition),
     ]

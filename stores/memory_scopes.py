@@ -9,9 +9,9 @@ from stores.scopes import Admission, Clock, ScopeLimits, ScopeRegistry
 
 
 def drop_partition(data: MemoryData, partition: str) -> None:
-    """Delete everything a partition holds: its documents, counters, tasks, event logs and sequences. Under
-    the lock."""
-    for table in (data.documents, data.versions, data.counters, data.tasks):
+    """Delete everything a partition holds: its documents, counters, retention leases, tasks, event logs and
+    sequences. Under the lock."""
+    for table in (data.documents, data.versions, data.counters, data.leases, data.floors, data.tasks):
         table.pop(partition, None)
     data.next_sequence.pop(partition, None)
     data.next_task_version.pop(partition, None)

@@ -24,7 +24,8 @@ class RedisScopeRegistry(ScopeRegistry):
         self._script = conn.script("scope_admit", repeatable=True)
 
     def _admit(self, scope: str, now: float, victim: str) -> Admission:
-        script_keys = [self._key, *(keys.partition_keys(self._prefix, victim) if victim else [])]
+        victim_keys = keys.partition_keys(self._prefix, victim) if victim else []
+        script_keys = [self._key, keys.registry(self._prefix), *victim_keys]
         args = [scope, repr(now), repr(self._cutoff(now)), self.limits.max_scopes, victim]
         reply = self._script(script_keys, args)
         outcome = text(reply[0])

@@ -1,7 +1,8 @@
 -- scope_admit.lua: admit one scope to the scope registry (stores/scopes.py) in one atomic step: renew its
 -- lease, register it while there is room, or reclaim an idle scope's place for it.
 -- KEYS[1]  registry sorted set: scope -> lease (seconds since the epoch)
--- KEYS[2..] only with a victim: every fixed key of the victim's partition (stores/keys.py partition_keys)
+-- KEYS[2]  the operators' registry set of scopes (stores/keys.py registry): a reclaimed scope leaves it
+-- KEYS[3..] only with a victim: every fixed key of the victim's partition (stores/keys.py partition_keys)
 -- ARGV[1]  the scope, ARGV[2] now, ARGV[3] idle cutoff (now - idle seconds), ARGV[4] max scopes,
 -- ARGV[5]  the victim scope, or '' (none)
 -- Returns {'ok'}, {'reclaimed', victim} (the victim's keys were deleted and the scope took its place), or
@@ -14,9 +15,10 @@ end
 if victim ~= '' then
   local lease = redis.call('ZSCORE', KEYS[1], victim)
   if lease and tonumber(lease) <= cutoff then
-    for i = 2, #KEYS do
+    for i = 3, #KEYS do
       redis.call('DEL', KEYS[i])
     end
+    redis.call('SREM', KEYS[2], victim)
     redis.call('ZREM', KEYS[1], victim)
     redis.call('ZADD', KEYS[1], now, scope)
     return {'reclaimed', victim}

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quineling.a2a.task_facts import describe_task
-from stores import Backend, ChangeSet, Quota, RedisBackend, ScopeLimitReached, ScopeLimits, TaskQuery
+from stores import Backend, ChangeSet, Lease, Quota, RedisBackend, ScopeLimitReached, ScopeLimits, TaskQuery
 from stores import keys as store_keys
 from stores.base import TaskWrite
 from tests.conftest import BACKENDS, FakeClock
@@ -20,6 +20,8 @@ from tests.support.redis_keys import keys_under
 
 IDLE = 100.0
 DOC = ("artifact", "a")
+LEASED = ("session", "s")  # with an expiry and a held amount
+OWNED = ("receipt", "r")  # lapses with LEASED
 
 
 def registry(backend: Backend, clock: FakeClock, max_scopes: int = 2) -> Any:
@@ -27,11 +29,18 @@ def registry(backend: Backend, clock: FakeClock, max_scopes: int = 2) -> Any:
 
 
 def fill(backend: Backend, scope: str, clock: FakeClock) -> None:
-    """A document, a counter, a task with an event and a listing identity in ``scope``."""
+    """A document, a counter, documents with retention (an expiry, an owned one, held amounts), a task with an
+    event and a listing identity in ``scope``."""
     tasks = backend.task_store(describe=describe_task, clock=clock)
     body = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
     write = TaskWrite(tasks, f"{scope}/u", body)
-    changes = ChangeSet(expect={DOC: 0}, put={DOC: {"n": 1}}, quotas=(Quota("artifacts", 1, 10),))
+    leases = {LEASED: Lease(clock.now + 10 * IDLE, holds={"slots": 1}), OWNED: Lease(owner=LEASED)}
+    changes = ChangeSet(
+        expect={DOC: 0, LEASED: 0, OWNED: 0},
+        put={DOC: {"n": 1}, LEASED: {}, OWNED: {}},
+        quotas=(Quota("artifacts", 1, 10), Quota("slots", 1, 10)),
+        leases=leases,
+    )
     backend.state_store().commit(scope, changes, task=write)
     tasks.save(f"{scope}/u", body, [{"e": 1}], expect_version=None)
     for task_id, state in (("t2", "TASK_STATE_COMPLETED"), ("t3", "TASK_STATE_INPUT_REQUIRED")):
@@ -93,9 +102,10 @@ def test_an_idle_scope_is_reclaimed_with_everything_it_held(backend: Backend, cl
     scopes.admit("carol:default")
     assert [holds(backend, s, clock) for s in ("alice:default", "bob:default")].count(False) == 1
     assert len(scopes.live()) == 2 and "carol:default" in scopes.live()
+    gone = next(s for s in ("alice:default", "bob:default") if s not in scopes.live())
+    assert gone not in backend.scopes()  # the operators' registry forgets it too (store usage/reset)
     if isinstance(backend, RedisBackend):  # nothing of the reclaimed partition is left but its event stream
         client = backend.connection.shared
-        gone = next(s for s in ("alice:default", "bob:default") if s not in scopes.live())
         left = set(keys_under(client, backend.prefix))
         assert not left & {k.encode() for k in store_keys.partition_keys(backend.prefix, gone)}
 
@@ -111,7 +121,9 @@ def test_partition_keys_name_every_key_a_partitions_writes_create(
     written = {k.decode() for k in keys_under(backend.connection.shared, backend.prefix)}
     streams = {k for k in written if ":events:" in k}
     assert streams, written
-    assert written - streams == set(store_keys.partition_keys(backend.prefix, "alice:acme"))
+    deployment = {store_keys.registry(backend.prefix)}  # names the partition; not one of its keys
+    assert deployment <= written
+    assert written - streams - deployment == set(store_keys.partition_keys(backend.prefix, "alice:acme"))
 
 
 def test_renewals_are_remembered_so_admitting_a_live_scope_costs_no_round_trip(
