@@ -28,6 +28,7 @@ from quineling.a2a.errors import (
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnavailableError,
     UnsupportedOperationError,
     store_failure,
 )
@@ -311,10 +312,12 @@ class A2AService:
             self.scopes.admit(ctx.partition)
         except ScopeLimitReached as full:
             seconds = max(1, math.ceil(full.retry_after))
-            raise InternalError(
+            # Transient like a storage outage (it passes when a scope has been idle long enough): the same
+            # retryable 503 answer, with the wait this refusal knows.
+            raise UnavailableError(
                 f"This service already holds the most principals and tenants it keeps at once ({full.limit}); "
                 f"a new one can start when one has been idle long enough, in about {seconds} s. Retry later.",
-                metadata={"retryable": "true", "retryAfterSeconds": str(seconds)},
+                retry_after=seconds,
             ) from None
         except StoreError as exc:
             raise store_failure(exc) from None

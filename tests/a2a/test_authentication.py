@@ -306,9 +306,19 @@ def test_a_new_principal_beyond_the_scope_bound_is_refused_until_one_is_idle(
     status, body = Caller(client, "jsonrpc", carol).send_part({"text": "[1] | sum | report t"})
     error = body["error"]
     assert status == 200 and error["code"] == -32603 and "Retry later" in error["message"]
+    assert error["data"][0]["metadata"]["retryable"] == "true"
     rest_status, rest_body = Caller(client, "rest", carol).send_part({"text": "[1] | sum | report t"})
-    assert rest_status == 500 and rest_body["error"]["details"][0]["metadata"]["retryable"] == "true"
-    assert 1 <= int(rest_body["error"]["details"][0]["metadata"]["retryAfterSeconds"]) <= 2
+    # Transient, answered like a storage outage: 503 with Retry-After, the wait this refusal knows.
+    assert rest_status == 503 and rest_body["error"]["status"] == "UNAVAILABLE"
+    metadata = rest_body["error"]["details"][0]["metadata"]
+    assert metadata["retryable"] == "true" and 1 <= int(metadata["retryAfterSeconds"]) <= 2
+    carols = Caller(client, "rest", carol)
+    raw = client.post(
+        "/a2a/rest/message:send",
+        json={"message": carols.message({"text": "[1] | sum"})},
+        headers={"A2A-Version": "1.0", "Authorization": f"Bearer {carol}"},
+    )
+    assert raw.status_code == 503 and 1 <= int(raw.headers["Retry-After"]) <= 2
     assert Caller(client, "rest", carol).list()[1]["totalSize"] == 0  # refused: nothing stored
     assert bob.waiting()  # a live scope is never refused
     time.sleep(1.6)  # alice idle now; bob wrote after her
