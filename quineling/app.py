@@ -110,6 +110,7 @@ def create_app(
     # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
     # "Security defaults"). Registered before the authentication hook, so it runs first: a request for a
     # foreign Host is refused 421 (and a foreign Origin 403, a preflight answered) with no credential checked.
+    # Its third rule (no "simple" requests) is registered below, after authentication.
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
@@ -122,6 +123,8 @@ def create_app(
         # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
         public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
         authentication.install(app, credentials, public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"])
+    # The guard's media-type rule after authentication, as every other check of a request's content.
+    app.before_request(guard.refuse_simple_request)
     return app
 
 

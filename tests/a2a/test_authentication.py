@@ -142,6 +142,28 @@ def test_authentication_comes_before_every_other_check(client: Any) -> None:
     expect_401(client.get("/a2a/rest/tasks", headers={"A2A-Version": "9.9"}), "/a2a/rest/tasks", False)
 
 
+def test_a_foreign_host_or_origin_is_refused_before_any_credential_is_checked(
+    tmp_path: Path, keys: tuple[Path, dict[str, str]]
+) -> None:
+    """The Host/Origin guard runs first (421, 403: no credential looked at, none needed); its media-type rule
+    comes after authentication, like every other check of a request's content, and still holds for callers
+    who authenticated."""
+    client = app_with(tmp_path, keys[0]).test_client()
+    good = {"Authorization": f"Bearer {keys[1]['alice']}"}
+    for headers in ({}, good, {"Authorization": "Bearer qk_forged"}):
+        refused = client.post("/a2a/jsonrpc", data="x", content_type="text/plain",
+                              headers={**headers, "Host": "rebound.example"})  # fmt: skip
+        assert refused.status_code == 421 and "WWW-Authenticate" not in refused.headers
+        refused = client.post("/a2a/rest/message:send", data="x", content_type="text/plain",
+                              headers={**headers, "Origin": "https://evil.example"})  # fmt: skip
+        assert refused.status_code == 403 and "WWW-Authenticate" not in refused.headers
+    expect_401(client.post("/a2a/rest/message:send", data="x", content_type="text/plain"), "rest", False)
+    simple = client.post("/a2a/rest/message:send", data="x", content_type="text/plain", headers=good)
+    assert simple.status_code == 415, simple.get_data(as_text=True)  # authenticated: the guard's third rule
+    simple = client.post("/a2a/jsonrpc", data="x", content_type="text/plain", headers=good)
+    assert simple.status_code == 400 and "cross-site form" in simple.get_json()["error"]["message"]
+
+
 def test_the_card_health_and_api_description_stay_public(client: Any) -> None:
     for path, headers in [
         ("/.well-known/agent-card.json", {}),
