@@ -18,10 +18,11 @@ from urllib.parse import unquote
 
 from quineling.a2a.context import CallContext
 from quineling.app import runtime_env, task_limits
+from quineling.auth.keyfile import ANONYMOUS
 from quineling.config import ConfigError, Settings, load_settings
 from quineling.runtime.context import QUOTA_LIMITS, utc_time
 from stores import backend_from_url
-from stores.base import Backend, ScopeUsage
+from stores.base import GROUP_SEPARATOR, Backend, ScopeUsage
 from stores.errors import StoreError
 
 MEMORY_UNREACHABLE = (
@@ -30,15 +31,27 @@ MEMORY_UNREACHABLE = (
 )
 
 
+PRINCIPAL_HELP = "a key's principal name, jwt~CLAIM for a JWT's (escaped), 'anonymous' without authentication"
+
+
 def scope_of(principal: str, tenant: str) -> str:
-    """The scope that holds a principal's runtime state and tasks in one tenant (``""``: no tenant)."""
-    return CallContext(tenant=tenant, user=principal).partition
+    """The scope that holds a principal's runtime state and tasks in one tenant (``""``: no tenant).
+    ``principal`` is as the stores know it (``quineling.auth.Principal.scope_id``: a key's principal name,
+    ``jwt~`` and the escaped claim for a JWT); ``anonymous`` is the caller of a server without authentication
+    (no key principal may have that name)."""
+    return CallContext(tenant=tenant, principal="" if principal == ANONYMOUS else principal).partition
 
 
 def tenant_in(scope: str, principal: str) -> str | None:
     """The tenant whose scope ``scope`` is for ``principal``, or ``None`` when it is not one of theirs: the
-    inverse of :func:`scope_of` (a scope names its tenant percent-escaped; the default tenant's is its own)."""
-    for tenant in ("", unquote(scope)):
+    inverse of :func:`scope_of` (a scope names its tenant percent-escaped after the principal and ``:``; the
+    default tenant's is its own)."""
+    tenant_part = scope
+    if principal != ANONYMOUS:
+        owner, grouped, tenant_part = scope.partition(GROUP_SEPARATOR)
+        if not grouped or owner != principal:
+            return None
+    for tenant in ("", unquote(tenant_part)):
         if scope_of(principal, tenant) == scope:
             return tenant
     return None
@@ -142,11 +155,11 @@ def register(commands: Any) -> None:
     store = commands.add_parser("store", help="inspect or reset stored runtime state and tasks (Redis)")
     actions = store.add_subparsers(dest="store_command", required=True)
     usage = actions.add_parser("usage", help="counts and bytes against every limit, per scope")
-    usage.add_argument("--principal", default=None, help="only this principal's scopes")
+    usage.add_argument("--principal", default=None, help=f"only this principal's scopes ({PRINCIPAL_HELP})")
     usage.add_argument("--tenant", default=None, help="with --principal: only this tenant ('' for none)")
     usage.set_defaults(handler=usage_command)
     reset = actions.add_parser("reset", help="drop a principal's runtime state and tasks")
-    reset.add_argument("--principal", required=True, help="whose scopes to drop")
+    reset.add_argument("--principal", required=True, help=f"whose scopes to drop ({PRINCIPAL_HELP})")
     reset.add_argument("--tenant", default=None, help="only this tenant's scope ('' for none)")
     reset.add_argument("--yes", action="store_true", help="really drop them (without it: show what would go)")
     reset.set_defaults(handler=reset_command)

@@ -24,6 +24,9 @@ from pathlib import Path
 from quineling.auth.watch import ParseError
 
 PRINCIPAL_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# The name operators give the caller of an unauthenticated server (``quineling store … --principal anonymous``,
+# quineling/store_admin.py); no key principal may take it, so that name always means one thing.
+ANONYMOUS = "anonymous"
 _DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
 TOKEN_PREFIX = "qk_"  # makes a Quineling key recognisable (secret scanners, logs) and never a JWT
 TOKEN_BYTES = 32  # 256 bits of randomness
@@ -81,6 +84,8 @@ def parse_keys(text: str) -> KeySet:
         principal, hashed = fields
         if not PRINCIPAL_PATTERN.fullmatch(principal):
             raise ParseError(f"line {number}: a principal name is 1 to 64 of A-Z a-z 0-9 . _ -")
+        if principal == ANONYMOUS:
+            raise ParseError(f"line {number}: {ANONYMOUS!r} is reserved for the unauthenticated caller")
         digest = _DIGEST.fullmatch(hashed)
         if not digest:
             raise ParseError(f"line {number}: the key must be 'sha256:' and 64 lower-case hex digits")
@@ -143,6 +148,8 @@ def add_key(path: str | Path, principal: str) -> str:
     token, which exists nowhere else."""
     if not PRINCIPAL_PATTERN.fullmatch(principal):
         raise ValueError(f"{principal!r} is not a principal name: 1 to 64 of A-Z a-z 0-9 . _ -")
+    if principal == ANONYMOUS:
+        raise ValueError(f"{ANONYMOUS!r} is reserved for the unauthenticated caller")
     file = Path(path)
     token = new_token()
     with _locked(file):

@@ -51,6 +51,7 @@ def test_lines_comments_and_blank_lines() -> None:
         (f"al:ice sha256:{HEX}", "principal name"),
         (f"{'a' * 65} sha256:{HEX}", "principal name"),
         (f"jwt~x sha256:{HEX}", "principal name"),
+        (f"anonymous sha256:{HEX}", "reserved for the unauthenticated caller"),
     ],
 )
 def test_a_bad_line_is_refused_naming_its_number_never_its_contents(line: str, why: str) -> None:
@@ -120,6 +121,8 @@ def test_add_refuses_a_bad_name_or_a_malformed_file(tmp_path: Path) -> None:
     path = tmp_path / "keys"
     with pytest.raises(ValueError, match="not a principal name"):
         add_key(path, "no spaces")
+    with pytest.raises(ValueError, match="reserved"):  # the store commands' name for the anonymous caller
+        add_key(path, "anonymous")
     path.write_text("alice nonsense\n")
     with pytest.raises(ParseError, match="line 1"):
         add_key(path, "bob")
