@@ -10,11 +10,12 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from quineling.auth import Authenticator, JwtPolicy, ParseError, jwt_verifier, watched_keys
-from quineling.auth.jwt_verifier import ALLOWED_ALGORITHMS
+from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
+from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
 
 MIB = 1024 * 1024
 ENV_PREFIX = "QUINELING_"
@@ -369,7 +370,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     that combination is refused. The worker model and its bounds are in docs/deployment.md, "Worker model".
     """
     check_exposure(settings)
-    authenticator(settings)  # a missing or malformed keys or JWKS file stops start-up here, named
+    check_auth_files(settings)  # a missing or malformed keys or JWKS file stops start-up here, named
     if settings.workers > 1 and settings.store_url.startswith("memory:"):
         raise ConfigError(
             f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
@@ -426,6 +427,25 @@ def _exposure_hook(settings: Settings) -> Any:
             raise RuntimeError(f"quineling: {exc}") from None
 
     return on_starting
+
+
+def check_auth_files(settings: Settings) -> None:
+    """What :func:`authenticator` would refuse of the keys and JWKS files, without importing PyJWT (and so
+    ``ssl``), for the gunicorn master, which must import neither before a gevent worker patches the standard
+    library (quineling.auth.policy). The keys file is parsed in full; a JWKS file is checked for its shape,
+    and each worker parses its keys when it creates the app (a bad key then stops that worker's start)."""
+    if settings.auth_keys_file:
+        try:
+            watched_keys(settings.auth_keys_file)
+        except (ParseError, OSError) as exc:
+            raise ConfigError(f"QUINELING_AUTH_KEYS_FILE: {_reason(exc)}") from None
+    if settings.auth_jwks and not is_url(settings.auth_jwks):
+        try:
+            problem = jwks_shape_problem(Path(settings.auth_jwks).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = _reason(exc)
+        if problem is not None:
+            raise ConfigError(f"QUINELING_AUTH_JWKS {settings.auth_jwks}: {problem}")
 
 
 def authenticator(settings: Settings) -> Authenticator | None:

@@ -14,19 +14,15 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from quineling.auth.jwt_verifier import (
-    FileKeys,
-    InvalidToken,
-    JwtPolicy,
-    JwtVerifier,
-    KeySource,
-    KeysUnavailable,
-    RemoteKeys,
-)
 from quineling.auth.keyfile import KeySet, parse_keys_of
+from quineling.auth.policy import InvalidToken, JwtPolicy, KeysUnavailable
 from quineling.auth.watch import ParseError, WatchedFile
+
+if TYPE_CHECKING:  # PyJWT (and with it ssl) only once a verifier is made: see quineling.auth.policy
+    from quineling.auth.jwt_verifier import JwtVerifier, KeySource
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +107,8 @@ def watched_keys(path: str | Path) -> WatchedFile[KeySet]:
 def jwt_verifier(jwks: str, policy: JwtPolicy) -> JwtVerifier:
     """A verifier over a JWKS file (read now: missing or malformed raises) or URL (first fetched when a token
     needs it)."""
+    from quineling.auth.jwt_verifier import FileKeys, JwtVerifier, RemoteKeys
+
     source: KeySource = RemoteKeys(jwks) if is_url(jwks) else FileKeys(Path(jwks))
     return JwtVerifier(source, policy)
 

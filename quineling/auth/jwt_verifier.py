@@ -13,34 +13,23 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import jwt
 from jwt import PyJWK, PyJWKClient, PyJWKSet
 
+from quineling.auth.policy import ALLOWED_ALGORITHMS, InvalidToken, JwtPolicy, KeysUnavailable
 from quineling.auth.watch import CHECK_SECONDS, ParseError, WatchedFile
+
+__all__ = ["ALLOWED_ALGORITHMS", "InvalidToken", "JwtPolicy", "KeysUnavailable"]  # defined in policy
 
 log = logging.getLogger(__name__)
 
-# Asymmetric algorithms only: the keys come from a JWKS of public keys, and an HMAC algorithm would let a
-# public key act as a shared secret.
-ALLOWED_ALGORITHMS = frozenset(
-    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-)
 MAX_PRINCIPAL_CHARS = 256
 JWKS_CACHE_SECONDS = 300.0
 JWKS_REFRESH_COOLDOWN_SECONDS = 30.0
 JWKS_FETCH_TIMEOUT_SECONDS = 5.0
-
-
-class InvalidToken(Exception):
-    """The token does not verify. The reason is for the log at debug level, never for the caller."""
-
-
-class KeysUnavailable(Exception):
-    """The JWKS cannot be had right now (its URL does not answer): no token can be checked."""
 
 
 class KeySource(Protocol):
@@ -106,25 +95,6 @@ class RemoteKeys:
         except jwt.PyJWKSetError as exc:
             log.warning("JWKS %s holds no usable key: %s", self._client.uri, exc)
             raise KeysUnavailable() from None
-
-
-@dataclass(frozen=True, slots=True)
-class JwtPolicy:
-    issuer: str
-    audience: str
-    algorithms: tuple[str, ...] = ("RS256", "ES256")
-    leeway_seconds: float = 30.0
-    principal_claim: str = "sub"
-
-    def __post_init__(self) -> None:
-        if not self.issuer or not self.audience:
-            raise ValueError("a JWT policy needs an issuer and an audience")
-        unknown = set(self.algorithms) - ALLOWED_ALGORITHMS
-        if unknown or not self.algorithms:
-            raise ValueError(
-                f"JWT algorithms must be among {', '.join(sorted(ALLOWED_ALGORITHMS))} (got "
-                f"{', '.join(sorted(unknown)) or 'none'})"
-            )
 
 
 class JwtVerifier:

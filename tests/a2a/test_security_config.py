@@ -4,6 +4,7 @@ QUINELING_ALLOW_ANONYMOUS says so), refused by ``quineling serve``, the gunicorn
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from quineling.auth.keyfile import add_key
-from quineling.config import ConfigError, authenticator, check_exposure, is_loopback, load_settings
+from quineling.config import (
+    ConfigError,
+    authenticator,
+    check_exposure,
+    gunicorn_options,
+    is_loopback,
+    load_settings,
+)
+from tests.support import tokens
 from tests.support.live import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +101,32 @@ def test_missing_or_malformed_auth_files_fail_with_the_variable_and_line(tmp_pat
     with pytest.raises(ConfigError, match="QUINELING_AUTH_JWKS .*jwks.json: not a usable JWKS"):
         authenticator(load_settings(config, env={}))
     assert authenticator(load_settings(env={})) is None
+
+
+def test_the_gunicorn_master_checks_the_auth_files_without_importing_jwt_or_ssl(tmp_path: Path) -> None:
+    """With keys and a JWKS configured, reading the settings in the master imports neither PyJWT nor ssl (a
+    gevent worker patches ssl after the fork), yet a malformed file still stops start-up there, named."""
+    keys, jwks = tmp_path / "keys", tmp_path / "jwks.json"
+    add_key(keys, "alice")
+    jwks.write_text(json.dumps(tokens.jwks(tokens.SigningKey.rsa())))
+    env = {"QUINELING_AUTH_KEYS_FILE": str(keys), "QUINELING_AUTH_JWKS": str(jwks),
+           "QUINELING_AUTH_JWT_ISSUER": "i", "QUINELING_AUTH_JWT_AUDIENCE": "a"}  # fmt: skip
+    code = (
+        "import runpy, sys; runpy.run_path('deploy/gunicorn.conf.py'); "
+        "print(sorted(m for m in ('jwt', 'ssl', 'flask') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **env})  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr
+    config = {"auth_jwks": str(jwks), "auth_jwt_issuer": "i", "auth_jwt_audience": "a"}
+    for text, reason in (('{"keys": "no"}', "non-empty 'keys' array"), ("{", "not a usable JWKS"),
+                         ('{"keys": [{"n": "x"}]}', "with a 'kty'")):  # fmt: skip
+        jwks.write_text(text)
+        with pytest.raises(ConfigError, match=f"QUINELING_AUTH_JWKS .*jwks.json: .*{reason}"):
+            gunicorn_options(load_settings(config, env={}))
+    jwks.unlink()
+    with pytest.raises(ConfigError, match="QUINELING_AUTH_JWKS .*jwks.json: .*No such file"):
+        gunicorn_options(load_settings(config, env={}))
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
