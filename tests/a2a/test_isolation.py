@@ -48,7 +48,10 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         server = fakeredis.FakeServer()
         monkeypatch.setattr(
             "quineling.app.backend_from_url",
-            lambda url, prefix: RedisBackend(url, client=fakeredis.FakeRedis(server=server), prefix=prefix),
+            # create_app also passes the network store's deadlines, which a fakeredis client has no use for.
+            lambda url, prefix, **_deadlines: RedisBackend(
+                url, client=fakeredis.FakeRedis(server=server), prefix=prefix
+            ),
         )
         yield {"store_url": "redis://fake", "store_prefix": prefix}
         return
