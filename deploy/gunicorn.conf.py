@@ -1,7 +1,9 @@
 """gunicorn settings for ``gunicorn -c deploy/gunicorn.conf.py wsgi:app`` (the same ones ``quineling serve``
 uses): QUINELING_WORKERS (default 1) gevent workers (QUINELING_WORKER_CLASS), each taking
-QUINELING_WORKER_CONNECTIONS connections and holding at most QUINELING_MAX_STREAMS open streams, and a refusal
-to start several worker processes on the per-process memory:// store (docs/deployment.md, "Worker model").
+QUINELING_WORKER_CONNECTIONS connections and holding at most QUINELING_MAX_STREAMS open streams, a refusal
+to start several worker processes on the per-process memory:// store (docs/deployment.md, "Worker model"),
+and one to listen anywhere but on loopback without authentication (also for a --bind given to gunicorn
+itself; docs/security.md).
 
 Only ``quineling.config`` is imported here, in the master: the app is imported by each worker after gevent
 has patched the standard library."""

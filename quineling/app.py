@@ -13,9 +13,9 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import body, discovery, jsonrpc, openapi, rest
+from quineling.a2a import authentication, body, discovery, jsonrpc, openapi, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
-from quineling.a2a.card import build_card
+from quineling.a2a.card import build_card, declare_bearer
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.origin_guard import OriginGuard
@@ -23,13 +23,14 @@ from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
-from quineling.config import Settings, load_settings
+from quineling.config import Settings, authenticator, load_settings
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
 from stores import backend_from_url
 from stores.base import Backend, StateStore, TaskLimits, TaskStore
 from stores.cache import CachingStateStore
+from stores.scopes import ScopeLimits, ScopeRegistry
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,16 @@ def create_app(
     if isinstance(state_store, StateStore) and not task_store.joins(state_store):
         raise ValueError("the runtime's state store and the task store must be on one backend")
 
+    credentials = authenticator(settings)  # None: anonymous (docs/security.md)
     card = build_card(settings.advertised_url, legacy_compat=settings.legacy_compat)
+    if credentials is not None:
+        declare_bearer(card, keys=credentials.keys_enabled, jwt=credentials.jwt_enabled)
     service = A2AService(
         runtime,
         task_store,
         lambda _version: card,
         stream=StreamSettings(settings.keepalive_seconds, settings.subscribe_max_seconds),
+        scopes=_scope_registry(settings, backend),
     )
 
     app = Flask("quineling", static_folder=None)
@@ -109,7 +114,9 @@ def create_app(
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
     # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
-    # "Security defaults").
+    # "Security defaults"). Registered before the authentication hook, so it runs first: a request for a
+    # foreign Host is refused 421 (and a foreign Origin 403, a preflight answered) with no credential checked.
+    # Its third rule (no "simple" requests) is registered below, after authentication.
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
@@ -119,7 +126,20 @@ def create_app(
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
     _register_routing_errors(app)  # after the binding: replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
+    if credentials is not None:
+        # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
+        public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
+        authentication.install(app, credentials, public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"])
+    # The guard's media-type rule after authentication, as every other check of a request's content.
+    app.before_request(guard.refuse_simple_request)
     return app
+
+
+def _scope_registry(settings: Settings, backend: Backend | None) -> ScopeRegistry | None:
+    """The bound on live scopes, on the configured backend (injected stores come without one)."""
+    if backend is None:
+        return None
+    return backend.scope_registry(ScopeLimits(settings.max_scopes, settings.scope_idle_seconds))
 
 
 def _register_routing_errors(app: Flask) -> None:

@@ -1,13 +1,14 @@
 """``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gevent workers by default,
 ``QUINELING_WORKER_CLASS``) on 127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the
 port. ``quineling store usage`` and ``quineling store reset`` are for operators
-(:mod:`quineling.store_admin`)."""
+(:mod:`quineling.store_admin`); ``quineling keys add|list|revoke`` edit the API keys file (docs/security.md)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -43,6 +44,11 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# Kept in step with quineling.store_admin.PRINCIPAL_HELP (tests/test_store_commands.py checks it); not
+# imported from there, which would import the app into `quineling serve`'s master.
+PRINCIPAL_HELP = "a key's principal name, jwt~CLAIM for a JWT's (escaped), 'anonymous' without authentication"
+
+
 def store_usage(args: argparse.Namespace) -> int:
     # Operator commands import the app and the Redis driver when they run, never at start-up: the master
     # of `quineling serve` must not import them before gevent patches the standard library in its workers.
@@ -62,14 +68,72 @@ def _add_store_commands(commands: Any) -> None:
     store = commands.add_parser("store", help="inspect or reset stored runtime state and tasks (Redis)")
     actions = store.add_subparsers(dest="store_command", required=True)
     usage = actions.add_parser("usage", help="counts and bytes against every limit, per scope")
-    usage.add_argument("--principal", default=None, help="only this principal's scopes")
+    usage.add_argument("--principal", default=None, help=f"only this principal's scopes ({PRINCIPAL_HELP})")
     usage.add_argument("--tenant", default=None, help="with --principal: only this tenant ('' for none)")
     usage.set_defaults(handler=store_usage)
     reset = actions.add_parser("reset", help="drop a principal's runtime state and tasks")
-    reset.add_argument("--principal", required=True, help="whose scopes to drop")
+    reset.add_argument("--principal", required=True, help=f"whose scopes to drop ({PRINCIPAL_HELP})")
     reset.add_argument("--tenant", default=None, help="only this tenant's scope ('' for none)")
     reset.add_argument("--yes", action="store_true", help="really drop them (without it: show what would go)")
     reset.set_defaults(handler=store_reset)
+
+
+def _keys_file(args: argparse.Namespace) -> str:
+    path: str = args.file or os.environ.get("QUINELING_AUTH_KEYS_FILE", "")
+    if not path:
+        raise SystemExit("quineling keys: name the keys file with --file or QUINELING_AUTH_KEYS_FILE")
+    return path
+
+
+def keys_add(args: argparse.Namespace) -> int:
+    from quineling.auth.keyfile import add_key
+    from quineling.auth.watch import ParseError
+
+    path = _keys_file(args)
+    try:
+        token = add_key(path, args.name)
+    except (ValueError, OSError) as exc:  # ParseError is a ValueError
+        kind = "malformed keys file" if isinstance(exc, ParseError) else "cannot add the key"
+        print(f"quineling keys: {kind}: {exc}", file=sys.stderr)
+        return 2
+    # The token exists only here: the file holds its hash.
+    print(token)
+    print(
+        f"added a key for {args.name} to {path}; the token above is shown once, store it now", file=sys.stderr
+    )
+    return 0
+
+
+def keys_list(args: argparse.Namespace) -> int:
+    from quineling.auth.keyfile import parse_keys_of
+
+    path = _keys_file(args)
+    try:
+        keys = parse_keys_of(path, Path(path).read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        print(f"quineling keys: {exc}", file=sys.stderr)
+        return 2
+    for entry in keys.entries:
+        print(f"{entry.principal}\t{entry.fingerprint}\tline {entry.line}")
+    return 0
+
+
+def keys_revoke(args: argparse.Namespace) -> int:
+    from quineling.auth.keyfile import revoke_keys
+
+    path = _keys_file(args)
+    try:
+        removed = revoke_keys(path, args.name)
+    except (ValueError, OSError) as exc:
+        print(f"quineling keys: {exc}", file=sys.stderr)
+        return 2
+    if not removed:
+        print(f"quineling keys: {args.name} has no key in {path}", file=sys.stderr)
+        return 1
+    print(
+        f"revoked {removed} key(s) of {args.name}; every worker refuses them within seconds", file=sys.stderr
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +144,18 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
     serve_cmd.set_defaults(handler=serve)
     _add_store_commands(commands)
+    keys_cmd = commands.add_parser("keys", help="manage API keys (QUINELING_AUTH_KEYS_FILE)")
+    keys_sub = keys_cmd.add_subparsers(dest="keys_command", required=True)
+    for name, handler, needs_name, help_text in (
+        ("add", keys_add, True, "create a key for NAME: prints the token once, appends its hash"),
+        ("list", keys_list, False, "list principals and key fingerprints (never a token)"),
+        ("revoke", keys_revoke, True, "remove every key of NAME"),
+    ):
+        sub = keys_sub.add_parser(name, help=help_text)
+        if needs_name:
+            sub.add_argument("name", metavar="NAME", help="principal name: 1 to 64 of A-Z a-z 0-9 . _ -")
+        sub.add_argument("--file", default=None, help="keys file (default: QUINELING_AUTH_KEYS_FILE)")
+        sub.set_defaults(handler=handler)
     args = parser.parse_args(argv)
     return int(args.handler(args))
 

@@ -11,8 +11,12 @@ import re
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
+from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
 
 MIB = 1024 * 1024
 ENV_PREFIX = "QUINELING_"
@@ -76,6 +80,28 @@ class Settings:
             return self.max_streams
         return max(1, (self.threads if self.worker_class == "gthread" else self.worker_connections) // 2)
 
+    # Authentication (docs/security.md): API keys, JWTs, or both; with neither, only loopback is served
+    # unless allow_anonymous says otherwise.
+    auth_keys_file: str = ""
+    auth_jwks: str = ""  # a JWKS file, or an https:// URL (http:// only to a loopback host)
+    auth_jwt_issuer: str = ""
+    auth_jwt_audience: str = ""
+    auth_jwt_algorithms: str = "RS256,ES256"
+    auth_jwt_principal_claim: str = "sub"
+    auth_jwt_leeway_seconds: float = 30.0
+    allow_anonymous: bool = False
+    # Live scopes (principal × tenant) at once, and how long without a write makes one reclaimable.
+    max_scopes: int = 1024
+    scope_idle_seconds: float = 24 * 3600.0
+
+    @property
+    def authenticated(self) -> bool:
+        return bool(self.auth_keys_file or self.auth_jwks)
+
+    @property
+    def jwt_algorithms(self) -> tuple[str, ...]:
+        return tuple(name.strip() for name in self.auth_jwt_algorithms.split(",") if name.strip())
+
     @property
     def advertised_url(self) -> str:
         return (self.base_url or f"http://{self.a2a_host}:{self.a2a_port}").rstrip("/")
@@ -87,6 +113,7 @@ _POSITIVE = {
     "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
+    "max_scopes", "scope_idle_seconds",
 }  # fmt: skip
 MAX_REDIS_TIMEOUT = 3600.0
 WORKER_CLASSES = ("gevent", "gthread")
@@ -167,6 +194,7 @@ def _validate(settings: Settings) -> None:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
     _validate_origins(settings)
     _validate_workers(settings)
+    _validate_auth(settings)
 
 
 # --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----
@@ -267,12 +295,83 @@ def _validate_workers(settings: Settings) -> None:
         )
 
 
+MAX_JWT_LEEWAY_SECONDS = 300.0
+
+
+def _validate_auth(settings: Settings) -> None:
+    jwks = settings.auth_jwks
+    if jwks.startswith(("http://", "https://")):
+        parts = urlsplit(jwks)
+        if not parts.hostname or (parts.scheme == "http" and not is_loopback(parts.hostname)):
+            raise ConfigError(
+                f"QUINELING_AUTH_JWKS must be a file or an https:// URL (http:// only to a loopback host); "
+                f"got {jwks!r}"
+            )
+    if jwks and not (settings.auth_jwt_issuer and settings.auth_jwt_audience):
+        raise ConfigError(
+            "QUINELING_AUTH_JWKS needs QUINELING_AUTH_JWT_ISSUER and QUINELING_AUTH_JWT_AUDIENCE: a token is "
+            "accepted only from that issuer and for that audience"
+        )
+    unknown = [name for name in settings.jwt_algorithms if name not in ALLOWED_ALGORITHMS]
+    if unknown or not settings.jwt_algorithms:
+        raise ConfigError(
+            f"QUINELING_AUTH_JWT_ALGORITHMS must list some of {', '.join(sorted(ALLOWED_ALGORITHMS))} "
+            f"(got {settings.auth_jwt_algorithms!r})"
+        )
+    if not settings.auth_jwt_principal_claim:
+        raise ConfigError("QUINELING_AUTH_JWT_PRINCIPAL_CLAIM must name a claim, e.g. sub")
+    if not 0 <= settings.auth_jwt_leeway_seconds <= MAX_JWT_LEEWAY_SECONDS:
+        raise ConfigError(
+            f"QUINELING_AUTH_JWT_LEEWAY_SECONDS must be 0..{MAX_JWT_LEEWAY_SECONDS:.0f} "
+            f"(got {settings.auth_jwt_leeway_seconds})"
+        )
+
+
+def _bind_host(bind: str) -> str:
+    """The host of a gunicorn bind address: ``[::1]:80`` → ``::1``, ``0.0.0.0:80`` → ``0.0.0.0``, ``::`` → ``::``."""
+    if bind.startswith("["):
+        return bind[1 : bind.find("]")]
+    return bind.rsplit(":", 1)[0] if bind.count(":") == 1 else bind
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable only from this machine."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(settings: Settings, binds: list[str] | None = None) -> None:
+    """Refuse to serve a non-loopback address without authentication (unless QUINELING_ALLOW_ANONYMOUS):
+    every caller would be one anonymous user who can read and change every task and runtime entry.
+    ``binds`` are gunicorn bind addresses (``host:port``, ``[v6]:port``, ``unix:path``); by default the
+    settings' host."""
+    if settings.authenticated or settings.allow_anonymous:
+        return
+    for bind in binds if binds is not None else [settings.a2a_host]:
+        if bind.startswith(("unix:", "fd://")):
+            continue  # a local socket: reachable only on this machine
+        if not is_loopback(_bind_host(bind)):
+            raise ConfigError(
+                f"refusing to serve {bind} without authentication: it is not a loopback address, so anyone "
+                "who reaches it could read, cancel and continue every task and use every runtime entry. "
+                "Configure QUINELING_AUTH_KEYS_FILE (see 'quineling keys add') or QUINELING_AUTH_JWKS, or "
+                "set QUINELING_ALLOW_ANONYMOUS=1 to serve it unauthenticated on purpose."
+            )
+
+
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
     """gunicorn settings shared by ``quineling serve`` and ``deploy/gunicorn.conf.py``.
 
     More than one worker process needs a shared store, because the memory:// store lives inside one process;
     that combination is refused. The worker model and its bounds are in docs/deployment.md, "Worker model".
     """
+    check_exposure(settings)
+    check_auth_files(settings)  # a missing or malformed keys or JWKS file stops start-up here, named
     if settings.workers > 1 and settings.store_url.startswith("memory:"):
         raise ConfigError(
             f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
@@ -297,6 +396,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "post_worker_init": _watch_worker,
         "pre_request": remember_request,
         "accesslog": "-" if settings.access_log else None,
+        "on_starting": _exposure_hook(settings),
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads
@@ -337,3 +437,65 @@ def worker_stopping() -> bool:
     """True once the gunicorn worker of this process has been told to stop (``SIGTERM``, a restart): open
     streams then end, instead of holding the shutdown for ``graceful_timeout``."""
     return _serving_worker is not None and not _serving_worker.alive
+
+
+def _exposure_hook(settings: Settings) -> Any:
+    """gunicorn's ``on_starting`` hook: the binds it is about to listen on, after any ``--bind`` of its own
+    command line, pass :func:`check_exposure` too (a RuntimeError there stops gunicorn with the message)."""
+
+    def on_starting(server: Any) -> None:
+        try:
+            check_exposure(settings, list(server.cfg.bind))
+        except ConfigError as exc:
+            raise RuntimeError(f"quineling: {exc}") from None
+
+    return on_starting
+
+
+def check_auth_files(settings: Settings) -> None:
+    """What :func:`authenticator` would refuse of the keys and JWKS files, without importing PyJWT (and so
+    ``ssl``), for the gunicorn master, which must import neither before a gevent worker patches the standard
+    library (quineling.auth.policy). The keys file is parsed in full; a JWKS file is checked for its shape,
+    and each worker parses its keys when it creates the app (a bad key then stops that worker's start)."""
+    if settings.auth_keys_file:
+        try:
+            watched_keys(settings.auth_keys_file)
+        except (ParseError, OSError) as exc:
+            raise ConfigError(f"QUINELING_AUTH_KEYS_FILE: {_reason(exc)}") from None
+    if settings.auth_jwks and not is_url(settings.auth_jwks):
+        try:
+            problem = jwks_shape_problem(Path(settings.auth_jwks).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = _reason(exc)
+        if problem is not None:
+            raise ConfigError(f"QUINELING_AUTH_JWKS {settings.auth_jwks}: {problem}")
+
+
+def authenticator(settings: Settings) -> Authenticator | None:
+    """The authenticator the settings configure (``None``: anonymous); a file that is missing or malformed
+    is a :class:`ConfigError` naming its variable."""
+    keys = verifier = None
+    if settings.auth_keys_file:
+        try:
+            keys = watched_keys(settings.auth_keys_file)
+        except (ParseError, OSError) as exc:
+            raise ConfigError(f"QUINELING_AUTH_KEYS_FILE: {_reason(exc)}") from None
+    if settings.auth_jwks:
+        policy = JwtPolicy(
+            settings.auth_jwt_issuer,
+            settings.auth_jwt_audience,
+            settings.jwt_algorithms,
+            settings.auth_jwt_leeway_seconds,
+            settings.auth_jwt_principal_claim,
+        )
+        try:
+            verifier = jwt_verifier(settings.auth_jwks, policy)
+        except (ParseError, OSError) as exc:
+            raise ConfigError(f"QUINELING_AUTH_JWKS {settings.auth_jwks}: {_reason(exc)}") from None
+    return None if keys is None and verifier is None else Authenticator(keys, verifier)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc)

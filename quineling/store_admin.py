@@ -18,10 +18,11 @@ from urllib.parse import unquote
 
 from quineling.a2a.context import CallContext
 from quineling.app import runtime_env, task_limits
+from quineling.auth.keyfile import ANONYMOUS
 from quineling.config import ConfigError, Settings, load_settings
 from quineling.runtime.context import QUOTA_LIMITS, utc_time
 from stores import backend_from_url
-from stores.base import Backend, ScopeUsage
+from stores.base import GROUP_SEPARATOR, Backend, ScopeUsage
 from stores.errors import StoreError
 
 MEMORY_UNREACHABLE = (
@@ -30,15 +31,27 @@ MEMORY_UNREACHABLE = (
 )
 
 
+PRINCIPAL_HELP = "a key's principal name, jwt~CLAIM for a JWT's (escaped), 'anonymous' without authentication"
+
+
 def scope_of(principal: str, tenant: str) -> str:
-    """The scope that holds a principal's runtime state and tasks in one tenant (``""``: no tenant)."""
-    return CallContext(tenant=tenant, user=principal).partition
+    """The scope that holds a principal's runtime state and tasks in one tenant (``""``: no tenant).
+    ``principal`` is as the stores know it (``quineling.auth.Principal.scope_id``: a key's principal name,
+    ``jwt~`` and the escaped claim for a JWT); ``anonymous`` is the caller of a server without authentication
+    (no key principal may have that name)."""
+    return CallContext(tenant=tenant, principal="" if principal == ANONYMOUS else principal).partition
 
 
 def tenant_in(scope: str, principal: str) -> str | None:
     """The tenant whose scope ``scope`` is for ``principal``, or ``None`` when it is not one of theirs: the
-    inverse of :func:`scope_of` (a scope names its tenant percent-escaped; the default tenant's is its own)."""
-    for tenant in ("", unquote(scope)):
+    inverse of :func:`scope_of` (a scope names its tenant percent-escaped after the principal and ``:``; the
+    default tenant's is its own)."""
+    tenant_part = scope
+    if principal != ANONYMOUS:
+        owner, grouped, tenant_part = scope.partition(GROUP_SEPARATOR)
+        if not grouped or owner != principal:
+            return None
+    for tenant in ("", unquote(tenant_part)):
         if scope_of(principal, tenant) == scope:
             return tenant
     return None

@@ -27,6 +27,7 @@ from stores.errors import (
     ConflictError,
     InvalidCursor,
     QuotaExceeded,
+    ScopeLimitReached,
     StoreError,
     StoreUnavailable,
     TaskConflict,
@@ -35,6 +36,7 @@ from stores.errors import (
 )
 from stores.memory import MemoryBackend
 from stores.redis import RedisBackend
+from stores.scopes import ScopeLimits, ScopeRegistry
 
 BACKENDS: dict[str, Callable[..., Backend]] = {
     scheme: backend for backend in (MemoryBackend, RedisBackend) for scheme in backend.scheme
@@ -66,6 +68,9 @@ __all__ = [
     "Quota",
     "QuotaExceeded",
     "RedisBackend",
+    "ScopeLimitReached",
+    "ScopeLimits",
+    "ScopeRegistry",
     "ScopeUsage",
     "StateStore",
     "StoreError",

@@ -44,10 +44,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stores.changes import ChangeSet, Key
 from stores.jsontypes import JSON
+
+if TYPE_CHECKING:
+    from stores.scopes import Clock, ScopeLimits, ScopeRegistry
 
 
 def task_partition(scope: str) -> str:
@@ -57,6 +60,18 @@ def task_partition(scope: str) -> str:
     partition's tasks. Callers that let a tenant contain ``/`` must escape it in the scope.
     """
     return scope.split("/", 1)[0]
+
+
+GROUP_SEPARATOR = ":"
+
+
+def scope_group(scope: str) -> str:
+    """The group of a scope: the part before the first ``:`` — all of it if there is none.
+
+    Every scope of one group keeps its keys under one Redis hash tag (one cluster slot), so a group's scopes
+    can be reached together (a principal and its tenants, say: ``alice:acme`` and ``alice:default``).
+    """
+    return scope.split(GROUP_SEPARATOR, 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +422,13 @@ class Backend(ABC):
         """
 
     @abstractmethod
+    def scope_registry(
+        self, limits: ScopeLimits | None = None, *, clock: Clock | None = None
+    ) -> ScopeRegistry:
+        """The registry that bounds how many scopes hold state at once (:mod:`stores.scopes`); every call
+        sees the same registry. ``clock`` as for :meth:`task_store`."""
+
+    @abstractmethod
     def ping(self) -> None:
         """One cheap round trip to the storage server; raises :class:`~stores.errors.StoreError` when it
         cannot be reached (what a readiness probe asks)."""
@@ -436,5 +458,6 @@ __all__ = [
     "TaskStore",
     "TaskWrite",
     "Versioned",
+    "scope_group",
     "task_partition",
 ]

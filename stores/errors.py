@@ -53,3 +53,13 @@ class InvalidCursor(StoreError):
 
 class StoreUnavailable(StoreError):
     """The backend could not be reached."""
+
+
+class ScopeLimitReached(StoreError):
+    """The registry holds its maximum of live scopes and none has been idle long enough to be reclaimed; a
+    new scope may start in ``retry_after`` seconds, when the oldest lease lapses. Nothing was changed."""
+
+    def __init__(self, limit: int, retry_after: float) -> None:
+        super().__init__(f"{limit} scopes are live; a new one can start in {retry_after:.0f} s")
+        self.limit = limit
+        self.retry_after = retry_after

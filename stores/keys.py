@@ -3,7 +3,9 @@
 State keys carry one hash tag per scope (``q:{default}:doc``), so one scope's commit touches one cluster slot.
 The task store is bounded *per tenant* (see :func:`stores.base.task_partition`): a tenant's task keys carry the
 same tag as that tenant's state keys (``q:{default}:task:data``), so a save that evicts, and a state commit
-together with a task save (``stores/lua/commit_task.lua``), each run in one slot.
+together with a task save (``stores/lua/commit_task.lua``), each run in one slot. A grouped scope
+(``alice:acme``, see :func:`stores.base.scope_group`) has its group's tag (``q:{alice}/acme:doc``), so one
+principal's tenants all live in one slot too.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from stores.base import task_partition
+from stores.base import GROUP_SEPARATOR, task_partition
 from stores.changes import Key
 
 _SAFE = "-_.~@+=,;!$*'()"
@@ -25,6 +27,12 @@ def _escape(part: str) -> str:
 
 
 def scope_tag(prefix: str, scope: str) -> str:
+    """``q:{scope}``; a grouped scope ``group:rest`` (:func:`stores.base.scope_group`) is ``q:{group}/rest``,
+    so all scopes of a group share one hash tag. ``/`` right after the tag marks the grouped form: no
+    escaped part contains ``/`` or ``:``, so no two scopes build the same key."""
+    group, grouped, rest = scope.partition(GROUP_SEPARATOR)
+    if grouped:
+        return f"{prefix}:{{{_escape(group)}}}/{_escape(rest)}"
     return f"{prefix}:{{{_escape(scope)}}}"
 
 
@@ -104,6 +112,26 @@ def task_events(prefix: str, scope: str, task_id: str) -> str:
 def task_events_prefix(prefix: str, partition: str) -> str:
     """What every event stream key of a partition starts with: the rest is the task's field."""
     return f"{task_tag(prefix, partition)}:events:"
+
+
+def partition_keys(prefix: str, partition: str) -> list[str]:
+    """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
+    (not the per-task event streams, which expire on their own TTL, nor the deployment's :func:`registry` set,
+    which names the partition as a member). Deleting these deletes the partition."""
+    return [
+        documents(prefix, partition),
+        versions(prefix, partition),
+        counters(prefix, partition),
+        *retention(prefix, partition),
+        *task_keys(prefix, partition).values(),
+        task_identity(prefix, partition),
+    ]
+
+
+def scope_registry(prefix: str) -> str:
+    """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py). Its tag holds a
+    ``#``, which every scope's tag escapes, so it is nobody's scope."""
+    return f"{prefix}:{{#scopes}}:live"
 
 
 def all_keys_pattern(prefix: str) -> str:

@@ -15,8 +15,10 @@ from typing import Any
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.listing import CursorSigner
 from stores.memory_data import MemoryData, drop_scope_documents, sweep
+from stores.memory_scopes import MemoryScopeRegistry
 from stores.memory_state import MemoryStateStore
 from stores.memory_tasks import MemoryTaskStore
+from stores.scopes import Clock, ScopeLimits
 
 
 class MemoryBackend(Backend):
@@ -42,6 +44,11 @@ class MemoryBackend(Backend):
         clock: Callable[[], float] | None = None,
     ) -> TaskStore:
         return MemoryTaskStore(self._data, limits or TaskLimits(), describe, clock, self._signer)
+
+    def scope_registry(
+        self, limits: ScopeLimits | None = None, *, clock: Clock | None = None
+    ) -> MemoryScopeRegistry:
+        return MemoryScopeRegistry(self._data, limits or ScopeLimits(), clock)
 
     def ping(self) -> None:
         """Nothing to reach: the data is in this process."""

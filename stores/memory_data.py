@@ -37,6 +37,7 @@ class MemoryData:
         self.next_sequence: dict[str, int] = {}  # per partition, like the Redis backend's stats hash
         self.next_task_version: dict[str, int] = {}  # per partition: a task version is never reused
         self.paused: dict[tuple[str, str], float] = {}  # (scope, id) → last update, of every paused task
+        self.scopes: dict[str, float] = {}  # scope registry (stores/scopes.py): partition → lease
 
     def scope_leases(self, scope: str) -> ScopeLeases:
         leases = self.leases.get(scope)

@@ -16,8 +16,10 @@ from stores import keys
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.redis_changes import frees_at, state_keys, text
 from stores.redis_connection import Connection
+from stores.redis_scopes import RedisScopeRegistry
 from stores.redis_state import RedisStateStore
 from stores.redis_tasks import EventLogSettings, RedisTaskStore
+from stores.scopes import Clock, ScopeLimits
 
 # The client's deadlines when none are given (QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS and
 # QUINELING_REDIS_TIMEOUT_SECONDS default to the same): redis-py's own defaults change between releases.
@@ -100,6 +102,11 @@ class RedisBackend(Backend):
             events,
             self.max_block_seconds,
         )
+
+    def scope_registry(
+        self, limits: ScopeLimits | None = None, *, clock: Clock | None = None
+    ) -> RedisScopeRegistry:
+        return RedisScopeRegistry(self.connection, self.prefix, limits or ScopeLimits(), clock)
 
     def ping(self) -> None:
         self.connection.command("ping", repeatable=True)  # a read

@@ -183,7 +183,9 @@ class RedisTaskStore(TaskStore):
         candidate = [secrets.token_hex(8), secrets.token_hex(32)]
         task_keys = self._keys(scope)
         reply = self._list([*task_keys, identity], [cutoff, prefix, *candidate])
-        signer = CursorSigner(text(reply[0]), bytes.fromhex(text(reply[1])))
+        # No identity: the partition holds no task, and a signer nobody shares refuses every token.
+        store_id, secret = (reply[0], reply[1]) if reply[0] is not None else candidate
+        signer = CursorSigner(text(store_id), bytes.fromhex(text(secret)))
         rows = [_row(reply[i], reply[i + 1], reply[i + 2]) for i in range(2, len(reply), 3)]
         plan = select_page(rows, scope, query, signer)
         if not plan.task_ids:

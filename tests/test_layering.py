@@ -23,6 +23,8 @@ RULES = {
     "quineling/runtime": ("flask", "flask_smorest", "marshmallow", "redis", "stores.memory", "stores.redis",
                           "quineling.a2a", "quineling.app"),
     "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
+    "quineling/auth": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores", "quineling.a2a",
+                       "quineling.app", "quineling.config", "quineling.runtime"),
 }  # fmt: skip
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.
 ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
@@ -33,6 +35,7 @@ LAYERS = {
     "stores": 0,
     "quineling.runtime": 1,
     "quineling.config": 2,
+    "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
     "quineling.a2a": 3,
     "quineling.app": 4,
     "quineling.cli": 5,

@@ -25,14 +25,22 @@ from tests.support.redis_keys import delete_under
 
 SQUARES = "[2,3,4] | square | sum | report total"
 ALICE = "anonymous"  # the one principal there is before authentication: every caller
+PRINCIPALS = (ALICE, "carol", "jwt~dave%40example.com")  # anonymous, a key's principal, a JWT's
 
 
-def populate(backend: Backend, tenant: str, runs: int = 2) -> str:
+def context(tenant: str, principal: str = ALICE) -> CallContext:
+    """The call context the binding makes for ``principal`` (quineling.a2a.binding.call_context)."""
+    if principal == ALICE:
+        return CallContext(tenant=tenant)
+    return CallContext(tenant=tenant, principal=principal, user=principal)
+
+
+def populate(backend: Backend, tenant: str, runs: int = 2, principal: str = ALICE) -> str:
     """A create and ``runs`` runs in one tenant's scope, each with its task, as the service commits them."""
-    scope = store_admin.scope_of(ALICE, tenant)
+    scope = store_admin.scope_of(principal, tenant)
     runtime = Runtime(store=backend.state_store(), env=Env(limits=RuntimeLimits(max_records=10)))
     tasks = backend.task_store(describe=describe_task)
-    task_scope = CallContext(tenant=tenant, user=ALICE).scope
+    task_scope = context(tenant, principal).scope
 
     def attach(_outcome: Any) -> TaskWrite:
         body = {"id": uuid.uuid4().hex, "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}}
@@ -75,10 +83,25 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 def test_scope_of_and_its_inverse_follow_the_call_context() -> None:
     """What the commands select is exactly the scope the service commits a caller's requests in."""
-    for tenant in ("", "default", "acme", "a/b", "ünï", "%41"):
-        scope = store_admin.scope_of(ALICE, tenant)
-        assert scope == CallContext(tenant=tenant, user=ALICE).partition
-        assert store_admin.tenant_in(scope, ALICE) == tenant
+    for principal in PRINCIPALS:
+        for tenant in ("", "default", "acme", "a/b", "ünï", "%41", "carol:x"):
+            scope = store_admin.scope_of(principal, tenant)
+            assert scope == context(tenant, principal).partition
+            assert store_admin.tenant_in(scope, principal) == tenant
+            for other in PRINCIPALS:  # nobody else's
+                assert other == principal or store_admin.tenant_in(scope, other) is None, (scope, other)
+
+
+def test_a_principal_is_selected_and_reset_alone(fake: Backend) -> None:
+    """With authentication each principal's scopes are its own: reset drops carol's and leaves the rest."""
+    anonymous, carols = populate(fake, "acme"), populate(fake, "acme", principal="carol")
+    jwt = populate(fake, "", principal=PRINCIPALS[2])
+    assert carols == "carol:acme" and len({anonymous, carols, jwt}) == 3
+    code, out, _ = run("store", "usage", "--principal", "carol")
+    assert code == 0 and out.startswith(f"scope {carols}\n") and out.count("scope ") == 1
+    code, out, _ = run("store", "reset", "--principal", "carol", "--yes")
+    assert code == 0 and out == f"reset scope {carols}: dropped 3 documents and 3 tasks\n"
+    assert fake.scopes() == sorted([anonymous, jwt])
 
 
 def test_usage_prints_every_scope_against_every_limit(fake: Backend) -> None:
@@ -156,3 +179,9 @@ def test_the_commands_as_processes_on_real_redis() -> None:
     finally:
         backend.close()
         delete_under(REDIS_URL, prefix)
+
+
+def test_the_command_line_describes_principals_as_the_store_commands_read_them() -> None:
+    from quineling import cli
+
+    assert cli.PRINCIPAL_HELP == store_admin.PRINCIPAL_HELP

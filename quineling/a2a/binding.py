@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import current_app, request
 
+from quineling.a2a.authentication import authenticated_principal
 from quineling.a2a.card import supported_versions
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.context import CallContext
@@ -88,9 +89,12 @@ def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext
         # budget per name, since capacity is per tenant.
         raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
     headers = ("X-A2A-Extensions", "A2A-Extensions") if legacy else ("A2A-Extensions",)
+    principal = authenticated_principal()
+    who = {} if principal is None else {"principal": principal.scope_id, "user": principal.scope_id}
     return CallContext(
         tenant=tenant or "",
         requested_version=version,
         extensions=requested_extensions(*headers),
         should_stop=stop_probe(request.environ),
+        **who,
     )

@@ -80,6 +80,21 @@ def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
     }
 
 
+BEARER_SCHEME = "bearer"
+
+
+def declare_bearer(card: dict[str, Any], *, keys: bool, jwt: bool) -> dict[str, Any]:
+    """``card`` requiring ``Authorization: Bearer``: an HTTP bearer security scheme (``bearerFormat: JWT``
+    when JWTs are accepted) and a security requirement naming it. No credential is ever part of a card."""
+    kinds = " or ".join(kind for kind, on in (("an API key", keys), ("a JWT", jwt)) if on)
+    scheme: dict[str, Any] = {"description": f"Authorization: Bearer <token>, {kinds}", "scheme": "Bearer"}
+    if jwt:
+        scheme["bearerFormat"] = "JWT"
+    card["securitySchemes"] = {BEARER_SCHEME: {"httpAuthSecurityScheme": scheme}}
+    card["securityRequirements"] = [{"schemes": {BEARER_SCHEME: {"list": []}}}]
+    return card
+
+
 def supported_versions(card: dict[str, Any], binding: str) -> frozenset[str]:
     return frozenset(
         normalize_version(i.get("protocolVersion"))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from quineling.runtime.runtime import DEFAULT_SCOPE
-from stores.base import task_partition
+from stores.base import GROUP_SEPARATOR
 
 # A tenant *named* ``default`` in scopes. Escaping leaves that name as it is, which would make it the tenant-less
 # default tenant's scope; ``quote`` never escapes a letter, so no other name escapes to this spelling of it.
@@ -34,14 +34,23 @@ class CallContext:
     # True once a stream answering this call should end early: its client hung up, or the worker is stopping
     # (the binding's probe, quineling.a2a.streams.stop_probe; never, in-process).
     should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
-
-    @property
-    def scope(self) -> str:
-        """The task scope ``tenant/user``: tasks are visible only to their tenant and user."""
-        return f"{tenant_scope(self.tenant)}/{self.user}"
+    # The authenticated principal as the stores know it (``quineling.auth.Principal.scope_id``); "" when the
+    # server runs without authentication and every caller is the one anonymous user.
+    principal: str = ""
 
     @property
     def partition(self) -> str:
-        """The tenant as the stores know it: the task store's capacity partition and the runtime's scope,
-        so the runtime's state and the tenant's tasks commit together (``stores.base.task_partition``)."""
-        return task_partition(self.scope)
+        """The runtime scope and the task store's capacity partition: the tenant, inside the principal when
+        there is one (``alice:acme``). A principal's tenants are scopes of one group, so they share a Redis hash
+        tag (``stores.base.scope_group``). The tenant part is :func:`tenant_scope` (escaped, so it cannot reach
+        into another principal; a tenant named ``default`` distinct from the tenant-less one), so an anonymous
+        caller's partition is exactly the tenant's scope it has always been."""
+        tenant = tenant_scope(self.tenant)
+        return f"{self.principal}{GROUP_SEPARATOR}{tenant}" if self.principal else tenant
+
+    @property
+    def scope(self) -> str:
+        """The task scope ``partition/user``: tasks are visible only to their principal, tenant and user. Its
+        partition is :attr:`partition` (``stores.base.task_partition``), so the runtime's state and the tasks
+        commit together."""
+        return f"{self.partition}/{self.user}"

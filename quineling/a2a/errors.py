@@ -33,8 +33,9 @@ class A2AError(Exception):
     # carries one only when it has metadata (e.g. ``retryable``), and REST bodies always carry one
     # (docs/decisions-a2a.md, as above).
     a2a: ClassVar[bool] = False
-    # Seconds a client should wait before sending the request again (HTTP ``Retry-After``); None: no hint.
-    retry_after: ClassVar[int | None] = None
+    # Seconds a client should wait before sending the request again (HTTP ``Retry-After``); None: no hint. A
+    # class's own value, which an instance may replace (UnavailableError's ``retry_after=``).
+    retry_after: int | None = None
 
     def __init__(
         self,
@@ -115,8 +116,15 @@ class UnavailableError(InternalError):
     retry_after = RETRY_AFTER_SECONDS
 
     def __init__(
-        self, message: str | None = None, *, metadata: dict[str, str] | None = None, **kw: Any
+        self,
+        message: str | None = None,
+        *,
+        metadata: dict[str, str] | None = None,
+        retry_after: int | None = None,
+        **kw: Any,
     ) -> None:
+        if retry_after is not None:  # this failure knows when it passes (a full scope registry)
+            self.retry_after = retry_after
         marker = {"retryable": "true", "retryAfterSeconds": str(self.retry_after)}
         super().__init__(message, metadata={**(metadata or {}), **marker}, **kw)
 

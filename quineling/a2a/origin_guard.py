@@ -11,6 +11,8 @@ defaults"), in the order they are checked:
    header. A cross-site form or "simple" fetch can send neither without a preflight, which the agent answers
    only for the origins it allows (415; JSON-RPC 400, as for any other media-type error there).
 
+Rules 1 and 2 are one hook that runs first of all; rule 3 is a second hook, which the app registers after
+authentication (when that is configured), so an unauthenticated caller gets 401 before any media-type answer.
 Refusals are in the shape of the binding asked for, and plain JSON elsewhere.
 """
 
@@ -41,10 +43,13 @@ EXEMPT_PATHS = frozenset({HEALTH_PATH, READY_PATH})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # What a CORS caller may send (the methods and request headers the agent serves and reads) and read.
 CORS_METHODS = "GET, POST, DELETE"
+# Authorization carries the bearer token (docs/security.md); a page sets it itself, so it is a request header
+# to allow like any other, not a CORS credential (those are cookies, which the agent never reads).
 CORS_REQUEST_HEADERS = (
-    "Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, If-None-Match, If-Modified-Since"
+    "Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, If-None-Match, If-Modified-Since, "
+    "Authorization"
 )
-CORS_EXPOSED_HEADERS = "ETag, Retry-After"
+CORS_EXPOSED_HEADERS = "ETag, Retry-After, WWW-Authenticate"
 CORS_MAX_AGE = "600"
 
 
@@ -83,7 +88,7 @@ class OriginGuard:
     # --- the hooks -------------------------------------------------------------------------------------
 
     def before_request(self) -> Response | None:
-        """Flask ``before_request``: a refusal, a preflight answer, or ``None`` to serve the request."""
+        """Flask ``before_request``, rules 1 and 2: a refusal, a preflight answer, or ``None`` to go on."""
         path = request.path
         if path in EXEMPT_PATHS:
             return None
@@ -113,6 +118,18 @@ class OriginGuard:
                         http_status=403,
                     )
                 )
+        return None
+
+    def refuse_simple_request(self) -> Response | None:
+        """Flask ``before_request``, rule 3: a refusal of a "simple" state-changing request, or ``None``. A hook
+        of its own, registered after the authentication hook (quineling/app.py): like every media-type check
+        it is for authenticated callers only, while a foreign Host or Origin is refused before any
+        credential is looked at."""
+        path = request.path
+        if path in EXEMPT_PATHS:
+            return None
+        environ = request.environ
+        method: str = environ.get("REQUEST_METHOD", "GET")
         if (
             method not in SAFE_METHODS
             and "HTTP_A2A_VERSION" not in environ

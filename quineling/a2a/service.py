@@ -17,6 +17,7 @@ other. What the loser of such a race gets is decided in :meth:`A2AService.cancel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 from quineling.a2a import wire
@@ -27,6 +28,7 @@ from quineling.a2a.errors import (
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnavailableError,
     UnsupportedOperationError,
     store_failure,
 )
@@ -35,8 +37,9 @@ from quineling.a2a.model import new_id, normalize_message, present_task
 from quineling.a2a.subscription import StreamSettings, follow
 from quineling.runtime.errors import QuinelingError
 from stores.base import TaskQuery, TaskStore, TaskWrite, Versioned
-from stores.errors import InvalidCursor, StoreError, TaskConflict
+from stores.errors import InvalidCursor, ScopeLimitReached, StoreError, TaskConflict
 from stores.jsontypes import JSON
+from stores.scopes import ScopeRegistry
 
 CONFLICT_ATTEMPTS = 3  # conditional saves per request before a task that keeps changing is given up on
 
@@ -50,9 +53,11 @@ class A2AService:
         *,
         clock: Callable[[], str] = wire.now_rfc3339,
         stream: StreamSettings | None = None,
+        scopes: ScopeRegistry | None = None,
     ) -> None:
         self.runtime = runtime
         self.task_store = task_store
+        self.scopes = scopes  # bounds live scopes; every write admits its partition first
         self.executor = QuinelingExecutor(clock)
         self._card = card_provider
         self.stream_settings = stream or StreamSettings()
@@ -105,6 +110,7 @@ class A2AService:
         if not pending.needs_dispatch:
             self._save(ctx, pending.before, expect_version=expect_version)
             return pending.before
+        self._admit(ctx)
         finished: list[Execution] = []
 
         def attach(outcome: Outcome) -> TaskWrite:
@@ -300,9 +306,28 @@ class A2AService:
         except StoreError as exc:
             raise store_failure(exc) from exc
 
+    def _admit(self, ctx: CallContext) -> None:
+        """Before a write: the caller's partition is a live scope, or becomes one (stores/scopes.py)."""
+        if self.scopes is None:
+            return
+        try:
+            self.scopes.admit(ctx.partition)
+        except ScopeLimitReached as full:
+            seconds = max(1, math.ceil(full.retry_after))
+            # Transient like a storage outage (it passes when a scope has been idle long enough): the same
+            # retryable 503 answer, with the wait this refusal knows.
+            raise UnavailableError(
+                f"This service already holds the most principals and tenants it keeps at once ({full.limit}); "
+                f"a new one can start when one has been idle long enough, in about {seconds} s. Retry later.",
+                retry_after=seconds,
+            ) from None
+        except StoreError as exc:
+            raise store_failure(exc) from None
+
     def _save(self, ctx: CallContext, execution: Execution, *, expect_version: int) -> None:
         """Save conditionally. :class:`TaskConflict` propagates (the caller decides); other failures become
         protocol errors."""
+        self._admit(ctx)
         try:
             self.task_store.save(
                 ctx.scope, execution.task, _logged(execution, expect_version), expect_version=expect_version

@@ -268,7 +268,7 @@ def test_configured_cors_origins_get_preflights_and_headers() -> None:
     assert preflight.headers["Access-Control-Allow-Origin"] == "https://app.example"
     assert {"POST", "GET", "DELETE"} <= set(preflight.headers["Access-Control-Allow-Methods"].split(", "))
     allowed = {h.lower() for h in preflight.headers["Access-Control-Allow-Headers"].split(", ")}
-    assert {"content-type", "a2a-version", "a2a-extensions"} <= allowed
+    assert {"content-type", "a2a-version", "a2a-extensions", "authorization"} <= allowed  # bearer tokens
     assert (
         "Origin" in preflight.headers["Vary"] and "Access-Control-Allow-Credentials" not in preflight.headers
     )
@@ -277,6 +277,7 @@ def test_configured_cors_origins_get_preflights_and_headers() -> None:
     sent = client.post("/a2a/rest/message:send", json=body, headers={**origin, **V1})
     assert sent.status_code == 200 and sent.headers["Access-Control-Allow-Origin"] == "https://app.example"
     assert "ETag" in sent.headers["Access-Control-Expose-Headers"]
+    assert "WWW-Authenticate" in sent.headers["Access-Control-Expose-Headers"]  # a 401's challenge
     card = client.get("/.well-known/agent-card.json", headers={"Origin": "http://localhost:3000"})
     assert card.status_code == 200 and card.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
     assert {"A2A-Version", "Origin"} <= {v.strip() for v in card.headers["Vary"].split(",")}

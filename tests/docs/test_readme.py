@@ -211,8 +211,10 @@ class ReadmeRun:
     answers_checked: int = 0
 
 
-def run_readme(doc: Document, origin: str) -> ReadmeRun:
-    run = ReadmeRun()
+def run_readme(doc: Document, origin: str, variables: dict[str, str] | None = None) -> ReadmeRun:
+    """Run every curl of ``doc`` against ``origin``; ``variables`` are set before the first, as a reader's
+    shell would have them (docs/security.md's ``TOKEN``)."""
+    run = ReadmeRun(variables=dict(variables or {}))
     last: Reply | None = None
     stream: Stream | None = None
     for fence in doc.fences:

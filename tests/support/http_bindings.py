@@ -80,9 +80,15 @@ class Binding:
 
     name = ""
 
-    def __init__(self, server: LiveServer, tenant: str = "", timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self, server: LiveServer, tenant: str = "", timeout: float = TIMEOUT, token: str | None = None
+    ) -> None:
         self.server, self.tenant, self.timeout = server, tenant, timeout
+        self.token = token  # sent as Authorization: Bearer, when set
         self.tags: list[str] = []  # every request's X-Test-Request tag, in order
+
+    def _headers(self, tag: str) -> dict[str, str]:
+        return headers(tag, **({"Authorization": f"Bearer {self.token}"} if self.token else {}))
 
     @property
     def last_tag(self) -> str:
@@ -142,7 +148,7 @@ class JsonRpc(Binding):
         reply = requests.post(
             self.server.url("/a2a/jsonrpc"),
             json=body,
-            headers=headers(tag),
+            headers=self._headers(tag),
             stream=stream,
             timeout=self.timeout,
         )
@@ -182,7 +188,7 @@ class Rest(Binding):
         return requests.request(
             verb,
             self.server.url(f"/a2a/rest{tenant}{path}"),
-            headers=headers(self._tag()),
+            headers=self._headers(self._tag()),
             stream=stream,
             timeout=self.timeout,
             **kwargs,

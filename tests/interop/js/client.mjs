@@ -16,6 +16,7 @@ import {
 import {
   ClientFactory,
   ClientFactoryOptions,
+  createAuthenticatingFetchWithRetry,
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
   RestTransportFactory,
@@ -106,7 +107,98 @@ async function expectError(fn) {
   }
 }
 
+// A fetch that sends `Authorization: Bearer <token>` on every request (the SDK's own auth-handler hook).
+function bearerFetch(token) {
+  return createAuthenticatingFetchWithRetry(fetch, {
+    headers: async () => ({ Authorization: `Bearer ${token}` }),
+    shouldRetryWithHeaders: async () => undefined,
+  });
+}
+
+async function connectWithToken(token, legacyCompat) {
+  const fetchImpl = bearerFetch(token);
+  const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl })],
+    preferredTransports: [BINDINGS[transport]],
+  });
+  return new ClientFactory(options).createFromUrl(base);
+}
+
 const scenarios = {
+  // Against a server with authentication: A2A_TOKEN is the caller's bearer token, A2A_OTHER_TOKEN another
+  // principal's. Every call of the caller's client carries the token; the other principal sees none of it.
+  async bearer() {
+    const client = await connectWithToken(process.env.A2A_TOKEN);
+    const card = await client.getAgentCard();
+    const created = await send(client, { operation: 'create', thought: SQUARE_SUM });
+    const polled = await client.getTask(GetTaskRequest.fromJSON({ id: created.id }));
+    const page = await client.listTasks(ListTasksRequest.fromJSON({ pageSize: 50 }));
+    const streamed = [];
+    for await (const event of client.sendMessageStream(userMessage({ text: SQUARE_SUM }))) {
+      streamed.push(eventSummary(event));
+    }
+    const asked = await client.sendMessage(userMessage({ text: '' }));
+    const seen = [];
+    const reading = (async () => {
+      for await (const event of client.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: asked.id }))) {
+        seen.push(eventSummary(event));
+      }
+    })();
+    while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    const canceled = await client.cancelTask(CancelTaskRequest.fromJSON({ id: asked.id }));
+    await reading;
+    const other = await connectWithToken(process.env.A2A_OTHER_TOKEN);
+    const anonymous = await connect();
+    return {
+      security: card.securitySchemes?.bearer?.scheme?.value?.scheme,
+      requirements: card.securityRequirements,
+      created: summary(created),
+      polled: summary(polled),
+      listed: page.tasks.map((t) => t.id),
+      totalSize: page.totalSize,
+      streamed,
+      subscribed: seen,
+      canceled: summary(canceled),
+      otherGet: await expectError(() => other.getTask(GetTaskRequest.fromJSON({ id: created.id }))),
+      otherCancel: await expectError(() => other.cancelTask(CancelTaskRequest.fromJSON({ id: asked.id }))),
+      anonymousGet: await expectError(() => anonymous.getTask(GetTaskRequest.fromJSON({ id: created.id }))),
+      anonymousSend: await expectError(() => anonymous.sendMessage(userMessage({ text: SQUARE_SUM }))),
+    };
+  },
+
+  // The v0.3 compat JSON-RPC transport with a bearer token.
+  async bearerV03() {
+    const legacyCompat = { enabled: true };
+    const fetchImpl = bearerFetch(process.env.A2A_TOKEN);
+    const resolver = new DefaultAgentCardResolver({ legacyCompat });
+    const card = await resolver.resolve(base);
+    const legacyOnly = {
+      ...card,
+      supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3'),
+    };
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ legacyCompat, fetchImpl })],
+        cardResolver: resolver,
+      }),
+    );
+    const client = await factory.createFromAgentCard(legacyOnly);
+    const created = await send(client, { operation: 'create', thought: SQUARE_SUM });
+    const polled = await client.getTask(GetTaskRequest.fromJSON({ id: created.id }));
+    const anonymous = await new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ legacyCompat })],
+        cardResolver: resolver,
+      }),
+    ).createFromAgentCard(legacyOnly);
+    return {
+      protocolVersion: client.protocolVersion,
+      created: summary(created),
+      polled: summary(polled),
+      anonymousGet: await expectError(() => anonymous.getTask(GetTaskRequest.fromJSON({ id: created.id }))),
+    };
+  },
+
   async card() {
     const client = await connect();
     const card = await client.getAgentCard();
