@@ -142,7 +142,7 @@ def _refuse(value: Any, max_depth: int, *, scalars: bool) -> None:
         children: list[_Node] = []
         pairs = container.items() if type(container) is dict else enumerate(container)
         for key, child in pairs:
-            if scalars and type(key) is str and not _is_unicode(key):
+            if scalars and type(key) is str and not is_unicode(key):
                 raise Unacceptable("surrogate-name", (*_path(node), key), value)
             kind = type(child)
             if kind is dict or kind is list:
@@ -157,13 +157,13 @@ def _refuse(value: Any, max_depth: int, *, scalars: bool) -> None:
 def _scalar_problem(value: Any) -> str | None:
     kind = type(value)
     if kind is str:
-        return None if _is_unicode(value) else "surrogate"
+        return None if is_unicode(value) else "surrogate"
     if kind is float and not math.isfinite(value):
         return "non-finite"
     return "long-integer" if value is _LONG_INTEGER else None
 
 
-def _is_unicode(text: str) -> bool:
+def is_unicode(text: str) -> bool:
     """Whether ``text`` can be encoded as UTF-8, i.e. holds no lone surrogate."""
     if text.isascii():
         return True

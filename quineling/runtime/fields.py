@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias, TypeVar
 
 from quineling.runtime.errors import QuinelingError
+from stores.codec import is_unicode
 from stores.jsontypes import JSON
 
 T = TypeVar("T")
@@ -63,29 +64,19 @@ def _scan(value: object, path: str, *, strings: bool) -> tuple[str | None, str |
             if not math.isfinite(item):
                 non_finite = where
         elif isinstance(item, str):
-            if strings and bad_string is None and not _is_unicode(item):
+            if strings and bad_string is None and not is_unicode(item):
                 bad_string = where
         elif isinstance(item, Mapping):
             children: list[tuple[object, str]] = []
             for k, v in item.items():
                 key = str(k)
-                if strings and bad_string is None and not _is_unicode(key):
+                if strings and bad_string is None and not is_unicode(key):
                     bad_string = join(where, key)
                 children.append((v, join(where, key)))
             stack.extend(reversed(children))
         elif isinstance(item, list | tuple):
             stack.extend(reversed([(v, join(where, i)) for i, v in enumerate(item)]))
     return non_finite, bad_string
-
-
-def _is_unicode(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class Optional:
