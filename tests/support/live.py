@@ -54,11 +54,19 @@ def free_port() -> int:
 
 @contextmanager
 def live_server(
-    *, store_url: str = "memory://", workers: int = 1, threads: int = 8, **settings: str | int
+    *,
+    store_url: str = "memory://",
+    workers: int = 1,
+    threads: int = 8,
+    share_with: LiveServer | None = None,
+    **settings: str | int,
 ) -> Iterator[LiveServer]:
-    """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars."""
+    """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars.
+
+    ``share_with`` starts a second host on the same store prefix as a running server (its owner deletes the keys).
+    """
     port = free_port()
-    prefix = f"qlive-{uuid.uuid4().hex[:10]}"
+    prefix = share_with.prefix if share_with else f"qlive-{uuid.uuid4().hex[:10]}"
     env = dict(os.environ)
     env.update(
         QUINELING_STORE_URL=store_url,
@@ -91,7 +99,7 @@ def live_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if store_url.startswith(("redis://", "rediss://", "unix://")):
+        if share_with is None and store_url.startswith(("redis://", "rediss://", "unix://")):
             delete_under(store_url, prefix)
         log.unlink(missing_ok=True)
 
