@@ -29,7 +29,7 @@ from flask_smorest import Api
 from flask_smorest import Blueprint as SmorestBlueprint
 
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
-from quineling.a2a.card import supported_versions
+from quineling.a2a.card import BEARER_SCHEME, supported_versions
 from quineling.a2a.errors import (
     ALL_ERRORS,
     ERROR_DOMAIN,
@@ -331,6 +331,7 @@ class Facts:
     tenants: frozenset[str] | None  # served besides the default one; None = any
     request_limit_bytes: int
     capabilities: Mapping[str, Any]
+    bearer: Mapping[str, Any] | None  # the card's HTTP bearer scheme, when credentials are required
 
     @classmethod
     def of(cls, prefix: str, state: A2AState) -> Facts:
@@ -343,6 +344,7 @@ class Facts:
             tenants=state.tenants,
             request_limit_bytes=state.request_limit_bytes,
             capabilities=card.get("capabilities", {}),
+            bearer=card.get("securitySchemes", {}).get(BEARER_SCHEME, {}).get("httpAuthSecurityScheme"),
         )
 
     @property
@@ -1052,16 +1054,22 @@ def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
         {"validatorUrl": None, "deepLinking": True, "displayOperationId": True, "tryItOutEnabled": True},
     )
     docs_url = f"{facts.base_url}{prefix}/{DOCS_PATH}"
-    api = Api(
-        app,
-        spec_kwargs={
-            "extra_plugins": [documenter],
-            "info": {"description": _info_description(facts)},
-            "externalDocs": {"description": "Interactive API page (Swagger UI)", "url": docs_url},
-        },
-    )
+    spec_kwargs: dict[str, Any] = {
+        "extra_plugins": [documenter],
+        "info": {"description": _info_description(facts)},
+        "externalDocs": {"description": "Interactive API page (Swagger UI)", "url": docs_url},
+    }
+    if facts.bearer is not None:
+        spec_kwargs["security"] = [{BEARER_SCHEME: []}]  # every operation; the scheme is declared below
+    api = Api(app, spec_kwargs=spec_kwargs)
     for name, schema in {**error_components(), **request_components()}.items():
         api.spec.components.schema(name, component=schema)
+    if facts.bearer is not None:
+        # The card's scheme in OpenAPI's words, so the docs page's "Authorize" sends the token on "Try it out".
+        scheme = {"type": "http", "scheme": "bearer", "description": facts.bearer.get("description", "")}
+        if "bearerFormat" in facts.bearer:
+            scheme["bearerFormat"] = facts.bearer["bearerFormat"]
+        api.spec.components.security_scheme(BEARER_SCHEME, scheme)
     api.register_blueprint(blueprint)
     documenter.finish()
     app.register_blueprint(_assets_blueprint(prefix))

@@ -8,6 +8,7 @@ import copy
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,6 +17,7 @@ import jsonschema
 import pytest
 from openapi_spec_validator import validate as validate_openapi
 
+from quineling.a2a.card import BEARER_SCHEME
 from quineling.a2a.errors import ERROR_DOMAIN, ERROR_INFO_TYPE
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
@@ -23,6 +25,7 @@ from quineling.runtime.runtime import Runtime
 from stores.redis import RedisBackend
 from tests.a2a.conftest import make_app, text, user_message
 from tests.support.bindings import V1
+from tests.support.principals import keys_file
 
 BASE = "/a2a/rest"
 METHODS = {"get", "put", "post", "delete", "patch"}
@@ -405,3 +408,18 @@ def test_docs_page_loads_only_its_own_assets(client: Any, doc: dict[str, Any]) -
 def test_unknown_asset_is_an_a2a_404(client: Any) -> None:
     response = client.get(BASE + "/docs/assets/nope.js")
     assert response.status_code == 404 and response.get_json()["error"]["code"] == 404
+
+
+def test_authenticated_server_documents_its_bearer_scheme(tmp_path: Path) -> None:
+    """With credentials required, the document declares the card's bearer scheme and requires it on every
+    operation (so the docs page's "Authorize" button sends the token); without, it declares none."""
+    keys, _tokens = keys_file(tmp_path, "alice")
+    app = create_app(config={"auth_keys_file": str(keys), "auth_jwks": ""})
+    secured = document(app.test_client())
+    validate_openapi(secured)
+    scheme = secured["components"]["securitySchemes"][BEARER_SCHEME]
+    assert scheme["type"] == "http" and scheme["scheme"] == "bearer" and "API key" in scheme["description"]
+    assert "bearerFormat" not in scheme  # API keys only: not JWTs
+    assert secured["security"] == [{BEARER_SCHEME: []}]
+    anonymous = document(create_app().test_client())
+    assert "security" not in anonymous and "securitySchemes" not in anonymous.get("components", {})
