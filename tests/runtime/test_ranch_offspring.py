@@ -103,6 +103,7 @@ def test_stale_and_invented_pins_are_rejected_previews(rt, ab):
     nulled["parents"][1]["intentHash"] = None
     diag = call(rt, operation="offspringPreview", input=nulled)["diagnostics"]
     assert [d["path"] for d in diag] == ["input.parents[1].intentHash"]
+    assert "pinned to null but" in diag[0]["message"] and "None" not in diag[0]["message"]
 
 
 def test_null_pin_for_a_parent_without_companions(rt):

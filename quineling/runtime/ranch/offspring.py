@@ -79,8 +79,9 @@ def _pin_diagnostics(offspring: JSON, artifacts: list[JSON]) -> list[JSON]:
         held = held_intent_hash(artifact)
         if pin["intentHash"] != held:
             expected = "null (the parent has no companion intent)" if held is None else held
+            pinned = "null" if pin["intentHash"] is None else pin["intentHash"]  # JSON's word, not Python's
             problems.append(diagnostic(
-                "stale-pin", f"parent {i} is pinned to {pin['intentHash']} but its companion intent hash is {expected}",
+                "stale-pin", f"parent {i} is pinned to {pinned} but its companion intent hash is {expected}",
                 f"input.parents[{i}].intentHash",
             ))  # fmt: skip
     return problems
