@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, Response, request
 
-from quineling.a2a.binding import state
+from quineling.a2a.binding import requested_version, state
 from quineling.a2a.endpoints import CARD_PATH
 from quineling.a2a.sse import compact
 from quineling.a2a.versions import is_legacy_request
@@ -36,7 +36,7 @@ def agent_card() -> Response:
     if (
         compat is not None
         and app_state.card_superset
-        and is_legacy_request(request.headers.get("A2A-Version"))
+        and is_legacy_request(requested_version())  # the header, else the ?A2A-Version= query parameter
     ):
         card = compat.card(card, superset=True)
     body = compact(card)

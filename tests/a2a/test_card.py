@@ -55,6 +55,15 @@ def test_header_less_gets_superset_card_with_compat() -> None:
     assert card["url"].endswith("/a2a/jsonrpc") and card["protocolVersion"].startswith("0.3")
 
 
+def test_version_query_parameter_chooses_the_card_like_the_header() -> None:
+    """``?A2A-Version=1.0`` is the header's stand-in on every endpoint, discovery included."""
+    client = make_app().test_client()
+    pure = client.get(f"{CARD}?A2A-Version=1.0").get_json()
+    assert "url" not in pure and "protocolVersion" not in pure
+    assert client.get(f"{CARD}?A2A-Version=1.0", headers={"A2A-Version": "0.3"}).get_json()["url"]  # header wins
+    assert client.get(f"{CARD}?A2A-Version=0.3").get_json()["url"].endswith("/a2a/jsonrpc")
+
+
 def test_card_superset_setting_serves_pure_card() -> None:
     client = make_app(config={"card_superset": False}).test_client()
     card = client.get(CARD).get_json()
