@@ -60,7 +60,9 @@ def test_version_query_parameter_chooses_the_card_like_the_header() -> None:
     client = make_app().test_client()
     pure = client.get(f"{CARD}?A2A-Version=1.0").get_json()
     assert "url" not in pure and "protocolVersion" not in pure
-    assert client.get(f"{CARD}?A2A-Version=1.0", headers={"A2A-Version": "0.3"}).get_json()["url"]  # header wins
+    assert client.get(f"{CARD}?A2A-Version=1.0", headers={"A2A-Version": "0.3"}).get_json()[
+        "url"
+    ]  # header wins
     assert client.get(f"{CARD}?A2A-Version=0.3").get_json()["url"].endswith("/a2a/jsonrpc")
 
 
