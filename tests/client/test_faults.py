@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -152,7 +153,10 @@ def test_a_refused_connection_is_retried_even_for_a_send(
     tmp_path: Any, fast_retry: Any, delays: list[float], state: SharedState
 ) -> None:
     card = tmp_path / "card.json"
-    card.write_text(json.dumps(card_for("http://127.0.0.1:9")))  # discard port: nothing listens
+    with socket.socket() as sock:  # a port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    card.write_text(json.dumps(card_for(f"http://127.0.0.1:{port}")))
     with (
         A2AClient.connect(
             card, retry=fast_retry(), shared_state=state, timeouts=Timeouts(connect=1)
