@@ -116,7 +116,7 @@ class Channel:
             timeout=self.timeouts.httpx(),
             headers={"User-Agent": USER_AGENT, **(headers or {})},
             transport=transport,
-            trust_env=False,
+            trust_env=True,  # HTTP(S)_PROXY, NO_PROXY, SSL_CERT_FILE, as other HTTP tools honour them
         )
 
     def close(self) -> None:
