@@ -20,6 +20,7 @@ from quineling.client import (
     AuthenticationFailed,
     BreakerSettings,
     CardCache,
+    CardError,
     CircuitBreaker,
     ClientTimeout,
     Credentials,
@@ -581,3 +582,45 @@ def test_delegate_on_a_silent_stream_ends_at_its_deadline(make: Any) -> None:
     started = time.monotonic()
     result = client.delegate("go", timeout=0.5)
     assert result.outcome == "timeout" and time.monotonic() - started < 2
+
+
+def test_an_error_event_mid_stream_is_the_agents_error(make: Any) -> None:
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "gone", "data": [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"}]}}  # fmt: skip
+    first = Reply(events=[sse(SUBMITTED), sse(error, event="error")])
+    _live, client = make(streaming_agent(first, lambda _r: Reply(500), "TASK_STATE_WORKING"))
+    with pytest.raises(AgentError) as caught:
+        list(client.stream("go"))
+    assert (caught.value.reason, caught.value.a2a_code) == ("TASK_NOT_FOUND", -32001)
+
+
+def test_a_rest_error_event_mid_stream_is_the_agents_error() -> None:
+    status = {"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": "no", "details": [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "UNSUPPORTED_OPERATION"}]}}  # fmt: skip
+    base: list[str] = []
+
+    def handle(request: Request) -> Reply:
+        if request.path == WELL_KNOWN:
+            rest = [{"url": f"{base[0]}/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
+            return Reply(body=card_for(base[0], interfaces=rest))
+        assert request.path == "/rest/message:stream" and request.header("Accept") == "text/event-stream"
+        return Reply(events=[sse({"task": task("t1", "TASK_STATE_WORKING")}), sse(status, event="error")])
+
+    with fault_server(handle) as live:
+        base.append(live.base)
+        with A2AClient.connect(
+            live.base, cache=CardCache(), shared_state=SharedState.from_url("memory://")
+        ) as client:
+            with pytest.raises(AgentError) as caught:
+                list(client.stream("go"))
+    assert caught.value.reason == "UNSUPPORTED_OPERATION" and caught.value.a2a_code == -32004
+
+
+def test_an_origin_without_a_card_names_both_places_looked() -> None:
+    with fault_server(lambda _r: Reply(404, "<html>no</html>")) as live:
+        with pytest.raises(CardError) as caught:
+            load_card(live.base, cache=CardCache())
+    assert (
+        "/.well-known/agent-card.json" in caught.value.message
+        and "/.well-known/agent.json" in caught.value.message
+    )
