@@ -19,7 +19,7 @@ from typing import Any
 from quineling.client.breaker import BreakerSettings, CircuitBreaker
 from quineling.client.card import AgentCard, Interface, parse_card
 from quineling.client.credentials import Credentials
-from quineling.client.discovery import CACHE, CardCache, is_url, load_card
+from quineling.client.discovery import CACHE, CardCache, is_url, load_card, resolve_source
 from quineling.client.errors import CardError, ClientTimeout, ProtocolError, not_supported
 from quineling.client.following import follow
 from quineling.client.http import Channel, SSEItem, Timeouts, public_url
@@ -140,6 +140,7 @@ class A2AClient:
             state = SharedState.from_url(shared_state) if isinstance(shared_state, str) else shared_state
             breaker = CircuitBreaker(state, BreakerSettings())
         policy = retry if retry is not None else RetryPolicy()
+        source = resolve_source(source)
         channel = Channel(public_url(str(source)), timeouts=timeouts, retry=policy, breaker=breaker,
                           headers=headers, insecure=insecure)  # fmt: skip
         try:

@@ -10,6 +10,7 @@ to repeat, so they follow the retry rule.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -59,6 +60,32 @@ CACHE = CardCache()
 
 def is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
+
+
+_BARE_HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::\d{1,5})?(?:/.*)?$")
+_LOOPBACK = ("localhost", "127.", "[::1]")
+
+
+def resolve_source(source: str | Path) -> str | Path:
+    """``file://…`` and existing paths are files; a bare host (``agent.example``, ``localhost:8049/x`` — a first
+    segment with a dot or a port that is no existing file) gets ``https://``, or ``http://`` for loopback hosts,
+    which rarely have TLS; anything else is a file path."""
+    text = str(source)
+    if is_url(text):
+        return text
+    if text.startswith("file://"):
+        return Path(text.removeprefix("file://"))
+    if isinstance(source, Path) or Path(text).expanduser().exists():
+        return Path(text)
+    host = text.split("/")[0]
+    if (
+        _BARE_HOST.match(text)
+        and ("." in host or ":" in host or host == "localhost")
+        and not host.endswith(".json")
+    ):
+        scheme = "http" if text.startswith(_LOOPBACK) else "https"
+        return f"{scheme}://{text}"
+    return Path(text)
 
 
 def card_urls(source: str) -> list[str]:
@@ -119,9 +146,11 @@ def fetch_card(channel: Channel, url: str, cache: CardCache = CACHE) -> AgentCar
 
 
 def load_card(source: str | Path, *, channel: Channel | None = None, cache: CardCache = CACHE) -> AgentCard:
-    """The card of ``source``: an origin URL, a card URL or a file path. Raises :class:`CardError` when it is
+    """The card of ``source``: an origin URL, a card URL, a bare host (see :func:`resolve_source`) or a file
+    path. Raises :class:`CardError` when it is
     unusable, :class:`AgentUnreachable` / :class:`ClientTimeout` when it cannot be fetched."""
-    text = str(source)
+    resolved = resolve_source(source)
+    text = str(resolved)
     if not is_url(text):
         path = Path(text).expanduser()
         try:

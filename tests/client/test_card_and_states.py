@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from quineling.client import CardError, ProtocolError, TaskState, TaskStateMachine, parse_card
+from quineling.client import CardError, ProtocolError, TaskState, TaskStateMachine, load_card, parse_card
+from quineling.client.discovery import resolve_source
 from quineling.client.models import Task, parse_stream_response
 from quineling.client.negotiation import candidates
 from quineling.client.v03 import event_in, params_out
@@ -170,3 +172,27 @@ def test_v03_requests_carry_v03_shapes() -> None:
         "id": "t",
         "pushNotificationConfigId": "c",
     }
+
+
+@pytest.mark.parametrize(
+    ("source", "resolved"),
+    [
+        ("localhost:8049", "http://localhost:8049"),
+        ("127.0.0.1:8049/a/card.json", "http://127.0.0.1:8049/a/card.json"),
+        ("agent.example", "https://agent.example"),
+        ("[::1]:80", "http://[::1]:80"),
+        ("https://agent.example/x", "https://agent.example/x"),
+        ("file:///tmp/card.json", Path("/tmp/card.json")),
+        ("card.json", Path("card.json")),
+        ("cards/agent.json", Path("cards/agent.json")),
+    ],
+)
+def test_a_source_is_a_url_a_bare_host_or_a_file(source: str, resolved: Any) -> None:
+    assert resolve_source(source) == resolved
+
+
+def test_an_existing_file_wins_over_a_host_like_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.example").write_text('{"name": "n", "url": "http://x/rpc"}')
+    assert resolve_source("agent.example") == Path("agent.example")
+    assert load_card("agent.example").name == "n"
