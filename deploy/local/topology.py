@@ -156,9 +156,9 @@ class Topology:
             self.start_redis()
             for app in self.apps:
                 self.start_app(app, wait=False)
-            self.start_nginx()
-            for app in self.apps:
+            for app in self.apps:  # before nginx, which would mark a host that is still booting as failed
                 self.wait_ready(app)
+            self.start_nginx()
             self._wait(lambda: self._get(self.balancer_url + "/readyz") == 200, "the balancer", 20)
         except BaseException:
             self.down()
@@ -334,8 +334,11 @@ class Topology:
     def app_env(self, app: str) -> dict[str, str]:
         self.token  # noqa: B018 - makes sure the keys file exists before the hosts read it
         env = {k: v for k, v in os.environ.items() if not k.startswith("QUINELING_")}
+        runtime = self.state / app  # gunicorn's control socket, one per host rather than one in $HOME
+        runtime.mkdir(parents=True, exist_ok=True)
         env.update(
             PYTHONPATH=str(ROOT),
+            XDG_RUNTIME_DIR=str(runtime),
             QUINELING_A2A_HOST=self.address(app),
             QUINELING_A2A_PORT=str(APP_PORT),
             QUINELING_BASE_URL=self.balancer_url,

@@ -42,10 +42,10 @@ def kubernetes() -> dict[str, dict[str, Any]]:
 
 
 def dockerfile_env() -> dict[str, str]:
-    text = (DEPLOY / "Dockerfile").read_text()
+    text = (DEPLOY / "Dockerfile").read_text().replace("\\\n", " ")  # continued lines as one
     env: dict[str, str] = {}
     for line in re.findall(r"^ENV (.+)$", text, flags=re.M):
-        env.update(pair.split("=", 1) for pair in line.split())
+        env.update(pair.split("=", 1) for pair in line.split() if "=" in pair)
     return env
 
 
