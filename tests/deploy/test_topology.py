@@ -287,9 +287,14 @@ def test_the_official_js_client_through_the_balancer(topology: Any) -> None:
     assert out["otherGet"]["isTaskNotFound"] and out["otherCancel"]["isTaskNotFound"]
     lines = access_log_since(topology, offset)
     asked = out["canceled"]["id"]
-    by_path = {line.split('"')[1].split()[1]: line for line in lines if f"/tasks/{asked}" in line}
-    hosts = upstreams_in(list(by_path.values()))
-    assert len(upstreams_in(lines)) == 3 and hosts, lines  # spread over every host, the task's calls too
+    # The owner's subscribe and cancel (the other principal's cancel, refused, comes after).
+    subscribe, cancel = (
+        next(line for line in lines if f"/tasks/{asked}:{action} " in line)
+        for action in ("subscribe", "cancel")
+    )
+    # Every host served part of the scenario, and the stream was held by one host while another canceled.
+    assert len(upstreams_in(lines)) == 3, lines
+    assert upstreams_in([subscribe]) != upstreams_in([cancel]), (subscribe, cancel)
 
 
 # --- load, and how its answers are judged --------------------------------------------------------------------
@@ -407,12 +412,37 @@ def assert_all_acknowledged_there(http: Http, base: str, ledger: Ledger) -> None
 
 
 def test_killing_an_app_host_under_load_costs_only_retryable_errors(topology: Any, http: Http) -> None:
-    victim = topology.apps[1]
-    ledger = under_load(http, lambda: topology.balancer_url, lambda: topology.kill(victim))
+    balancer = topology.balancer_url
+    # A stream held open through the balancer: the host that holds it is the one to kill.
+    task = http.rest(balancer, "POST", "/message:send", {"message": message("")}).json()["task"]
+    stream = http.rest(balancer, "POST", f"/tasks/{task['id']}:subscribe", stream=True)
+    hosts = {
+        f"{topology.address(app)}:{topology.app_url(app).rsplit(':', 1)[1]}": app for app in topology.apps
+    }
+    victim = hosts[upstream(stream)]
+    events = parse_sse(stream.iter_content(chunk_size=None))
+    assert next(events)[1]["task"]["status"]["state"] == WAITING
+
+    ledger = under_load(http, lambda: balancer, lambda: topology.kill(victim))
     print(f"kill {victim}: {dict(sorted(ledger.outcomes.items()))}")
     assert ledger.violations == [], ledger.violations[:5]
     assert ledger.outcomes["send:ok"] > 10, ledger.outcomes
-    assert_all_acknowledged_there(http, topology.balancer_url, ledger)
+    assert_all_acknowledged_there(http, balancer, ledger)
+
+    # The stream ended with its host (a cut connection, which a client answers by subscribing again); a new
+    # one through the balancer reaches a live host and sees the task go on.
+    try:
+        after = [event for _, event in events]
+    except requests.RequestException:
+        after = []
+    assert all("error" not in event for event in after), after
+    again = http.rest(balancer, "POST", f"/tasks/{task['id']}:subscribe", stream=True)
+    assert hosts[upstream(again)] != victim
+    resumed = parse_sse(again.iter_content(chunk_size=None))
+    assert next(resumed)[1]["task"]["status"]["state"] == WAITING
+    assert http.rest(balancer, "POST", f"/tasks/{task['id']}:cancel").json()["status"]["state"] == CANCELED
+    states = [e["statusUpdate"]["status"]["state"] for _, e in resumed if "statusUpdate" in e]
+    assert states == [CANCELED], states
     topology.start_app(victim)  # back for the next tests; nginx sends it requests again after fail_timeout
 
 
