@@ -5,6 +5,8 @@ nginx host, on a bridge that only this machine sees (docs/deployment.md, "Trying
     sudo .venv/bin/python deploy/local/topology.py status   # namespaces, processes, readiness
     sudo .venv/bin/python deploy/local/topology.py down     # remove everything it created
 
+``up`` first removes what an earlier run left (same prefix), so it also replaces a topology that is up.
+
 Addresses (``--subnet``, default 10.77.0): the bridge, this machine's side, is ``.1``; nginx ``.2`` (port 80);
 Redis ``.10`` (6379, AOF with ``appendfsync always``, a password); app hosts ``.11``–``.13`` (gunicorn with
 deploy/gunicorn.conf.py, 2 gevent workers each, API keys, all advertising the balancer's origin). Nothing is
