@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
 from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
+from quineling.startup import when_ready_hook
 
 MIB = 1024 * 1024
 ENV_PREFIX = "QUINELING_"
@@ -447,6 +448,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "pre_request": remember_request,
         "accesslog": "-" if settings.access_log else None,
         "on_starting": _exposure_hook(settings),
+        "when_ready": when_ready_hook(settings),  # the start banner, and a store unreachable at start-up
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads
