@@ -54,9 +54,15 @@ def free_port() -> int:
 
 @contextmanager
 def live_server(
-    *, store_url: str = "memory://", workers: int = 1, threads: int = 8, **settings: str | int
+    *,
+    store_url: str = "memory://",
+    workers: int = 1,
+    threads: int = 8,
+    ready_path: str = "/readyz",
+    **settings: str | int,
 ) -> Iterator[LiveServer]:
-    """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars."""
+    """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars.
+    It is up once ``ready_path`` answers 200 (``/healthz`` for a server whose store is not there yet)."""
     port = free_port()
     prefix = f"qlive-{uuid.uuid4().hex[:10]}"
     env = dict(os.environ)
@@ -82,7 +88,7 @@ def live_server(
         )
     server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid)
     try:
-        _wait_ready(server, proc, workers)
+        _wait_ready(server, proc, workers, ready_path)
         yield server
     finally:
         proc.terminate()
@@ -96,13 +102,15 @@ def live_server(
         log.unlink(missing_ok=True)
 
 
-def _wait_ready(server: LiveServer, proc: subprocess.Popen[bytes], workers: int, timeout: float = 30) -> None:
+def _wait_ready(
+    server: LiveServer, proc: subprocess.Popen[bytes], workers: int, path: str, timeout: float = 30
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {proc.returncode}:\n{server.log_text()}")
         try:
-            if requests.get(server.url("/readyz"), timeout=1).status_code == 200:
+            if requests.get(server.url(path), timeout=1).status_code == 200:
                 # Give every worker a moment to boot, so tests really spread over processes.
                 time.sleep(0.2 * workers)
                 return
