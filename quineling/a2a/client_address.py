@@ -9,6 +9,7 @@ no trusted proxies (the default) the header is never read.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 
@@ -19,6 +20,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPV6_CLIENT_PREFIX = 64
 
 
+@functools.lru_cache(maxsize=4096)  # the same few peers over and over: parsing is most of the limiter's CPU
 def parse_address(text: str) -> Address | None:
     """An address as a peer or ``X-Forwarded-For`` gives it; an IPv4-mapped IPv6 one as IPv4."""
     try:
@@ -50,6 +52,7 @@ def client_address(peer: str, forwarded_for: Iterable[str], trusted: Sequence[Ne
     return str(address)
 
 
+@functools.lru_cache(maxsize=4096)
 def client_key(address: str) -> str:
     """What counts as one anonymous client: the address, or its /64 for IPv6."""
     parsed = parse_address(address)

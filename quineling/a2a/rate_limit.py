@@ -78,6 +78,7 @@ class Verdict:
     remaining: int
     reset_seconds: int
     policy: str  # every limit, as the RateLimit-Policy field lists them
+    first_refusal: bool = False  # the first request its window refuses (logged, once per window)
 
     def headers(self) -> dict[str, str]:
         return {
@@ -116,7 +117,8 @@ class RateLimiter:
         over = [(limit, count) for limit, count in counted if count.count > limit.amount]
         if over:
             limit, count = max(over, key=lambda pair: pair[1].reset_seconds)
-            return Verdict(False, limit, 0, _whole_seconds(count.reset_seconds), self._policy)
+            first = any(count.count == limit.amount + 1 for limit, count in over)
+            return Verdict(False, limit, 0, _whole_seconds(count.reset_seconds), self._policy, first)
         limit, count = min(counted, key=lambda pair: (pair[0].amount - pair[1].count, -pair[1].reset_seconds))
         return Verdict(
             True, limit, limit.amount - count.count, _whole_seconds(count.reset_seconds), self._policy
@@ -147,6 +149,10 @@ def install(
         request.environ[VERDICT_KEY] = verdict
         if verdict.allowed:
             return None
+        if verdict.first_refusal:  # one line per caller and window, however many requests it refuses
+            log.info(
+                "rate limited: %s is over %s for %d s", identity, verdict.limit.text, verdict.reset_seconds
+            )
         error = RateLimitedError(verdict.limit.text, verdict.reset_seconds)
         response = _refusal(error, 429)
         response.headers["Retry-After"] = str(verdict.reset_seconds)

@@ -5,6 +5,7 @@ the exempt paths, a stream counted once, and a store that cannot count answered 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -283,3 +284,11 @@ def test_rate_limit_bodies_are_json_everywhere() -> None:
     for response in (client.get("/a2a/rest/openapi.json"), client.get("/nowhere")):
         assert response.status_code == 429
         assert json.loads(response.get_data())["error"]["status"] == "RESOURCE_EXHAUSTED"
+
+
+def test_a_refused_caller_is_logged_once_per_window(caplog: pytest.LogCaptureFixture) -> None:
+    client = app(rate_limit="1/minute")
+    with caplog.at_level(logging.INFO, logger="quineling.a2a.rate_limit"):
+        assert statuses(client, 4, REMOTE_ADDR="192.0.2.9") == [200, 429, 429, 429]
+    lines = [r.getMessage() for r in caplog.records if r.name == "quineling.a2a.rate_limit"]
+    assert len(lines) == 1 and lines[0].startswith("rate limited: a:192.0.2.9 is over 1 per 1 minute")
