@@ -7,7 +7,7 @@ import threading
 import time
 
 from stores.base import Backend
-from stores.rate_counters import Window
+from stores.rate_counters import MemoryRateCounter, Window
 from stores.redis import RedisBackend
 from tests.conftest import BackendMaker
 
@@ -67,3 +67,19 @@ def test_redis_keys_live_under_the_prefix_and_expire(make_backend: BackendMaker)
     keys = [key.decode() for key in backend.connection.shared.scan_iter(match=f"{backend.prefix}:rate:*")]
     assert keys == [f"{backend.prefix}:rate:{{p%3Adave}}:5-60s"]  # the caller escaped, as every key part
     assert 0 < backend.connection.shared.ttl(keys[0]) <= 60
+
+
+def test_the_in_process_table_drops_ended_windows() -> None:
+    now = [1000.0]
+    counter = MemoryRateCounter(clock=lambda: now[0])
+    window = Window("1-1s", 1)
+    for n in range(5000):
+        counter.hit(f"a:{n}", [window])
+    now[0] += 2  # every one of those windows has ended
+    for n in range(4000):
+        counter.hit(f"b:{n}", [window])
+        # At most twice what was alive at the last sweep (4096 windows, all alive then).
+        assert len(counter._windows) <= 2 * 4096
+    assert len(counter._windows) == 4000  # the 5000 ended ones went in a sweep
+    assert not any(key.endswith(":a:1") for key in counter._windows)
+    assert counter.hit("a:1", [window])[0].count == 1  # an ended window starts over
