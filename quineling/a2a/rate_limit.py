@@ -25,7 +25,7 @@ from quineling.a2a.authentication import authenticated_principal
 from quineling.a2a.binding import requested_version, state
 from quineling.a2a.client_address import Network, client_address, client_key
 from quineling.a2a.endpoints import JSONRPC_PATH, under
-from quineling.a2a.errors import A2AError, store_failure
+from quineling.a2a.errors import A2AError, UnavailableError, store_failure
 from quineling.a2a.sse import compact
 from stores.errors import StoreError
 from stores.rate_counters import RateCounter, Window, WindowCount
@@ -145,7 +145,10 @@ def install(
         try:
             verdict = limiter.check(identity)
         except StoreError as exc:
-            return _refusal(store_failure(exc), 503)
+            failure = store_failure(exc)  # logged there: a warning line, or a traceback when not transient
+            if not isinstance(failure, UnavailableError):  # a refused script, say: still no 500 from here
+                failure = UnavailableError("Rate limiting is unavailable; retry later")
+            return _refusal(failure, 503)
         request.environ[VERDICT_KEY] = verdict
         if verdict.allowed:
             return None

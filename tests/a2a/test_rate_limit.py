@@ -17,6 +17,8 @@ from quineling.a2a.client_address import client_address, client_key
 from quineling.a2a.rate_limit import parse_limits
 from quineling.app import create_app
 from quineling.config import ConfigError, load_settings, rate_limit_items, trusted_networks
+from stores.errors import StoreError
+from stores.rate_counters import MemoryRateCounter
 from tests.support.live import free_port
 from tests.support.principals import keys_file
 
@@ -292,3 +294,16 @@ def test_a_refused_caller_is_logged_once_per_window(caplog: pytest.LogCaptureFix
         assert statuses(client, 4, REMOTE_ADDR="192.0.2.9") == [200, 429, 429, 429]
     lines = [r.getMessage() for r in caplog.records if r.name == "quineling.a2a.rate_limit"]
     assert len(lines) == 1 and lines[0].startswith("rate limited: a:192.0.2.9 is over 1 per 1 minute")
+
+
+def test_a_store_that_refuses_the_count_is_the_retryable_503_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Any, identity: str, windows: Any) -> Any:
+        raise StoreError("Redis refused the call: ResponseError: WRONGTYPE")
+
+    monkeypatch.setattr(MemoryRateCounter, "hit", refuse)
+    client = app(rate_limit="5/minute")
+    rest = client.get(LIST, headers=V1)
+    assert rest.status_code == 503 and rest.headers["Retry-After"] == "1"
+    error = rest.get_json()["error"]
+    assert error["code"] == 503 and error["status"] == "UNAVAILABLE"
+    assert error["message"] == "Rate limiting is unavailable; retry later"
