@@ -116,8 +116,8 @@ class RateLimiter:
     def _verdict(self, counted: list[tuple[Limit, WindowCount]]) -> Verdict:
         over = [(limit, count) for limit, count in counted if count.count > limit.amount]
         if over:
+            first = any(counted_.count == exceeded.amount + 1 for exceeded, counted_ in over)
             limit, count = max(over, key=lambda pair: pair[1].reset_seconds)
-            first = any(count.count == limit.amount + 1 for limit, count in over)
             return Verdict(False, limit, 0, _whole_seconds(count.reset_seconds), self._policy, first)
         limit, count = min(counted, key=lambda pair: (pair[0].amount - pair[1].count, -pair[1].reset_seconds))
         return Verdict(

@@ -1,5 +1,6 @@
 -- rate_hit.lua: count one request in each of an identity's fixed rate-limit windows (stores/rate_counters.py).
--- KEYS[i]  one window's counter; ARGV[i] that window's length in seconds
+-- KEYS[1], KEYS[2], ...  one counter per window of the request's limits (any number of them)
+-- ARGV[1], ARGV[2], ...  the length of the window of the same KEYS index, in seconds
 -- Returns {count1, ttl_ms1, count2, ttl_ms2, ...}: the window's count with this request, and the time until it
 -- ends. A window starts with its first request: that INCR sets its expiry. A counter that lost its expiry
 -- (never, unless written by hand) gets one, so no counter outlives its window for good.

@@ -113,6 +113,7 @@ def test_the_banner_then_sigterm_finishes_the_request_in_flight_and_ends_open_st
             answer += chunk
         head, _, payload = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200"), answer
+        assert b"\r\nconnection: close" in head.lower()  # and then the worker closes the connection
         reply = json.loads(payload)
         assert reply["id"] == "in-flight" and reply["result"]["id"] == task_id
         request.close()
