@@ -130,6 +130,7 @@ def create_app(
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
     app.after_request(body.close_if_unread)  # a body left unread is not drained: the connection closes
+    app.after_request(body.close_if_stopping)  # a request in flight at SIGTERM closes its connection after
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
