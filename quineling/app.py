@@ -13,23 +13,32 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import authentication, body, discovery, jsonrpc, openapi, rest
+from quineling.a2a import authentication, body, discovery, jsonrpc, openapi, rate_limit, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card, declare_bearer
-from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
+from quineling.a2a.endpoints import (
+    CARD_PATH,
+    HEALTH_PATH,
+    JSONRPC_PATH,
+    METRICS_PATH,
+    READY_PATH,
+    REST_PREFIX,
+    under,
+)
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
-from quineling.config import Settings, authenticator, load_settings
+from quineling.config import Settings, authenticator, load_settings, trusted_networks
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
 from stores import backend_from_url
 from stores.base import Backend, StateStore, TaskLimits, TaskStore
 from stores.cache import CachingStateStore
+from stores.rate_counters import MemoryRateCounter
 from stores.scopes import ScopeLimits, ScopeRegistry
 
 log = logging.getLogger(__name__)
@@ -121,6 +130,7 @@ def create_app(
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
     app.after_request(body.close_if_unread)  # a body left unread is not drained: the connection closes
+    app.after_request(body.close_if_stopping)  # a request in flight at SIGTERM closes its connection after
     app.register_blueprint(discovery.blueprint)
     app.register_blueprint(jsonrpc.blueprint)
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
@@ -130,9 +140,25 @@ def create_app(
         # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
         public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
         authentication.install(app, credentials, public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"])
+    _install_rate_limit(app, settings, backend)  # after authentication: it counts per principal
     # The guard's media-type rule after authentication, as every other check of a request's content.
     app.before_request(guard.refuse_simple_request)
     return app
+
+
+def _install_rate_limit(app: Flask, settings: Settings, backend: Backend | None) -> None:
+    configured = rate_limit.parse_limits(settings.rate_limit)
+    if not configured:
+        return
+    # On the configured backend, so every worker of every host shares the counts; injected stores come
+    # without a backend, and count in this process.
+    counter = backend.rate_counter() if backend is not None else MemoryRateCounter()
+    rate_limit.install(
+        app,
+        rate_limit.RateLimiter(configured, counter),
+        trusted_proxies=trusted_networks(settings.trusted_proxies),
+        exempt=[CARD_PATH, HEALTH_PATH, READY_PATH, METRICS_PATH],
+    )
 
 
 def _scope_registry(settings: Settings, backend: Backend | None) -> ScopeRegistry | None:

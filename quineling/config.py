@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
 from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
+from quineling.startup import when_ready_hook
 
 MIB = 1024 * 1024
 ENV_PREFIX = "QUINELING_"
@@ -71,6 +72,11 @@ class Settings:
     allowed_hosts: str = ""
     # Browser origins (https://app.example.com) allowed to call the agent cross-site, or "*" (CORS).
     cors_origins: str = ""
+    # Requests per principal (per client address when anonymous) in the `limits` notation, e.g.
+    # "20/second;600/minute"; empty: no limit (quineling/a2a/rate_limit.py).
+    rate_limit: str = ""
+    # Proxies (CIDRs) whose X-Forwarded-For names the client; by default none, so the peer is the client.
+    trusted_proxies: str = ""
 
     @property
     def stream_limit(self) -> int:
@@ -193,6 +199,7 @@ def _validate(settings: Settings) -> None:
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
     _validate_origins(settings)
+    _validate_rate_limits(settings)
     _validate_workers(settings)
     _validate_auth(settings)
 
@@ -270,6 +277,50 @@ def _validate_origins(settings: Settings) -> None:
                 "QUINELING_CORS_ORIGINS takes comma-separated origins such as https://app.example.com or "
                 f"http://localhost:3000 (scheme, host, optional port; no path), or '*' (got {entry!r})"
             )
+
+
+# --- rate limits (QUINELING_RATE_LIMIT, QUINELING_TRUSTED_PROXIES; quineling/a2a/rate_limit.py) -----------
+
+# The `limits` notation, checked here without importing `limits` (it imports asyncio and so ssl, which the
+# gunicorn master must not import before gevent patches its workers): "N/unit", "N per unit" or "N/M units",
+# joined by ",", ";" or "|". tests/a2a/test_rate_limit_config.py holds it to limits.parse_many.
+_RATE_ITEM = re.compile(
+    r"\s*([0-9]+)\s*(?:/|\s*per\s*)\s*(?:[0-9]+\s*)?(?:second|minute|hour|day|month|year)s?\s*", re.IGNORECASE
+)
+
+
+def rate_limit_items(text: str) -> list[str]:
+    """The items of a ``QUINELING_RATE_LIMIT`` value (empty: no limit); a :class:`ConfigError` for bad ones."""
+    if not text.strip():
+        return []
+    items = re.split(r"[,;|]", text)
+    for item in items:
+        match = _RATE_ITEM.fullmatch(item)
+        if match is None or int(match[1]) == 0:
+            raise ConfigError(
+                "QUINELING_RATE_LIMIT takes limits such as '20/second;600/minute' (a positive count, '/' "
+                f"or 'per', an optional multiple, and second, minute, hour, day, month or year; got {item!r})"
+            )
+    return [item.strip() for item in items]
+
+
+def trusted_networks(text: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The networks of ``QUINELING_TRUSTED_PROXIES`` (addresses or CIDRs, comma-separated)."""
+    networks = []
+    for entry in split_list(text):
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ConfigError(
+                "QUINELING_TRUSTED_PROXIES takes comma-separated IP addresses or CIDR networks such as "
+                f"10.0.0.0/8 or fd00::/8 (got {entry!r})"
+            ) from None
+    return networks
+
+
+def _validate_rate_limits(settings: Settings) -> None:
+    rate_limit_items(settings.rate_limit)
+    trusted_networks(settings.trusted_proxies)
 
 
 def _validate_workers(settings: Settings) -> None:
@@ -397,6 +448,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "pre_request": remember_request,
         "accesslog": "-" if settings.access_log else None,
         "on_starting": _exposure_hook(settings),
+        "when_ready": when_ready_hook(settings),  # the start banner, and a store unreachable at start-up
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from stores.changes import ChangeSet, Key
 from stores.jsontypes import JSON
+from stores.rate_counters import RateCounter
 
 if TYPE_CHECKING:
     from stores.scopes import Clock, ScopeLimits, ScopeRegistry
@@ -427,6 +428,11 @@ class Backend(ABC):
     ) -> ScopeRegistry:
         """The registry that bounds how many scopes hold state at once (:mod:`stores.scopes`); every call
         sees the same registry. ``clock`` as for :meth:`task_store`."""
+
+    @abstractmethod
+    def rate_counter(self) -> RateCounter:
+        """The request counters of the rate limits (:mod:`stores.rate_counters`), seen by every worker that
+        shares this backend."""
 
     @abstractmethod
     def ping(self) -> None:

@@ -65,6 +65,12 @@ def registry(prefix: str) -> str:
     return f"{prefix}:scopes"
 
 
+def rate_window(prefix: str, identity: str, window: str) -> str:
+    """String: the request count of ``identity`` (a principal, or a client address) in one rate-limit window,
+    ``q:rate:{identity}:window``; the tag keeps one identity's windows in one slot."""
+    return f"{prefix}:rate:{{{_escape(identity)}}}:{_escape(window)}"
+
+
 def document_field(key: Key) -> str:
     kind, ident = key
     return f"{_escape(kind)}/{_escape(ident)}"

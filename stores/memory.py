@@ -18,6 +18,7 @@ from stores.memory_data import MemoryData, drop_scope_documents, sweep
 from stores.memory_scopes import MemoryScopeRegistry
 from stores.memory_state import MemoryStateStore
 from stores.memory_tasks import MemoryTaskStore
+from stores.rate_counters import MemoryRateCounter
 from stores.scopes import Clock, ScopeLimits
 
 
@@ -32,6 +33,7 @@ class MemoryBackend(Backend):
         self._data = MemoryData()
         self._state = MemoryStateStore(self._data)
         self._signer = CursorSigner(secrets.token_hex(8), secrets.token_bytes(32))
+        self._rate_counter: MemoryRateCounter | None = None  # made when asked for: it starts a timer thread
 
     def state_store(self, clock: Callable[[], float] | None = None) -> MemoryStateStore:
         return self._state if clock is None else MemoryStateStore(self._data, clock)
@@ -49,6 +51,11 @@ class MemoryBackend(Backend):
         self, limits: ScopeLimits | None = None, *, clock: Clock | None = None
     ) -> MemoryScopeRegistry:
         return MemoryScopeRegistry(self._data, limits or ScopeLimits(), clock)
+
+    def rate_counter(self) -> MemoryRateCounter:
+        if self._rate_counter is None:
+            self._rate_counter = MemoryRateCounter()
+        return self._rate_counter
 
     def ping(self) -> None:
         """Nothing to reach: the data is in this process."""

@@ -16,6 +16,7 @@ from stores import keys
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.redis_changes import frees_at, state_keys, text
 from stores.redis_connection import Connection
+from stores.redis_rate_counters import RedisRateCounter
 from stores.redis_scopes import RedisScopeRegistry
 from stores.redis_state import RedisStateStore
 from stores.redis_tasks import EventLogSettings, RedisTaskStore
@@ -80,6 +81,7 @@ class RedisBackend(Backend):
         # be dropped unasked; the operator sees the error and runs it again.
         self._usage = self.connection.script("changes", "scope_report", "usage", repeatable=True)
         self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=False)
+        self._rate_counter = RedisRateCounter(self.connection, prefix)
 
     def state_store(self, clock: Callable[[], float] | None = None) -> RedisStateStore:
         return self._state if clock is None else self._state.with_clock(clock)
@@ -107,6 +109,9 @@ class RedisBackend(Backend):
         self, limits: ScopeLimits | None = None, *, clock: Clock | None = None
     ) -> RedisScopeRegistry:
         return RedisScopeRegistry(self.connection, self.prefix, limits or ScopeLimits(), clock)
+
+    def rate_counter(self) -> RedisRateCounter:
+        return self._rate_counter
 
     def ping(self) -> None:
         self.connection.command("ping", repeatable=True)  # a read

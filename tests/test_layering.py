@@ -40,6 +40,7 @@ LAYERS = {
     "stores": 0,
     "quineling.runtime": 1,
     "quineling.config": 2,
+    "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
     "quineling.a2a": 3,
     "quineling.client": 3,  # calls other agents; only the stores layer below it

@@ -17,7 +17,7 @@ from flask import Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from quineling.a2a.errors import InvalidParamsError, InvalidRequestError, JSONParseError
-from quineling.config import close_connection
+from quineling.config import close_connection, worker_stopping
 from stores import codec
 
 # Arrays and objects a request object (the HTTP+JSON body, the JSON-RPC ``params``) may nest, itself included.
@@ -75,6 +75,23 @@ def close_if_unread(response: Response) -> Response:
     has_body = bool(request.content_length) or bool(request.headers.get("Transfer-Encoding"))
     if has_body and not request.environ.get(_READ_TO_END):
         close_connection(request.environ.get("wsgi.input"))
+    return response
+
+
+def close_if_stopping(response: Response) -> Response:
+    """After every request: once the worker has been told to stop (SIGTERM), the connection closes after this
+    answer — with ``Connection: close`` when the stop came before the answer started, or right after its end
+    when it came during it (a stream). gunicorn decides keep-alive when a request starts, so a request in
+    flight at the SIGTERM would otherwise keep its connection open for a next one, and the worker's exit
+    would wait out the keep-alive timeout."""
+    wsgi_input = request.environ.get("wsgi.input")
+
+    def close_if_told() -> None:
+        if worker_stopping():
+            close_connection(wsgi_input)
+
+    close_if_told()
+    response.call_on_close(close_if_told)  # runs when the body is done, before gunicorn's keep-alive check
     return response
 
 

@@ -7,6 +7,7 @@ JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PREFIX = "/a2a/rest"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
 
 
 def under(path: str, prefix: str) -> bool:

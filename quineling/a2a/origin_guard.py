@@ -49,7 +49,7 @@ CORS_REQUEST_HEADERS = (
     "Content-Type, A2A-Version, A2A-Extensions, X-A2A-Extensions, If-None-Match, If-Modified-Since, "
     "Authorization"
 )
-CORS_EXPOSED_HEADERS = "ETag, Retry-After, WWW-Authenticate"
+CORS_EXPOSED_HEADERS = "ETag, Retry-After, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, RateLimit-Policy"
 CORS_MAX_AGE = "600"
 
 

@@ -22,8 +22,6 @@ from tests.deploy.conftest import DEPLOY, ROOT, load_topology
 # settings code lands (then this list goes, and the names are checked like every other).
 PENDING_SETTINGS = {
     "QUINELING_LOG_FORMAT",
-    "QUINELING_RATE_LIMIT",
-    "QUINELING_TRUSTED_PROXIES",
     "QUINELING_METRICS_PUBLIC",
 }
 KNOWN_SETTINGS = {ENV_PREFIX + f.name.upper() for f in fields(Settings)}

@@ -59,9 +59,11 @@ def live_server(
     workers: int = 1,
     threads: int = 8,
     share_with: LiveServer | None = None,
+    ready_path: str = "/readyz",
     **settings: str | int,
 ) -> Iterator[LiveServer]:
     """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars.
+    It is up once ``ready_path`` answers 200 (``/healthz`` for a server whose store is not there yet).
 
     ``share_with`` starts a second host on the same store prefix as a running server (its owner deletes the keys).
     """
@@ -90,7 +92,7 @@ def live_server(
         )
     server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid)
     try:
-        _wait_ready(server, proc, workers)
+        _wait_ready(server, proc, workers, ready_path)
         yield server
     finally:
         proc.terminate()
@@ -104,13 +106,15 @@ def live_server(
         log.unlink(missing_ok=True)
 
 
-def _wait_ready(server: LiveServer, proc: subprocess.Popen[bytes], workers: int, timeout: float = 30) -> None:
+def _wait_ready(
+    server: LiveServer, proc: subprocess.Popen[bytes], workers: int, path: str, timeout: float = 30
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"gunicorn exited with {proc.returncode}:\n{server.log_text()}")
         try:
-            if requests.get(server.url("/readyz"), timeout=1).status_code == 200:
+            if requests.get(server.url(path), timeout=1).status_code == 200:
                 # Give every worker a moment to boot, so tests really spread over processes.
                 time.sleep(0.2 * workers)
                 return

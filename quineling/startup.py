@@ -1,0 +1,131 @@
+"""What the gunicorn master says when it is ready: a one-line banner, and a clear error when the store cannot
+be reached (docs/deployment.md, "Start-up and shutdown").
+
+The master imports neither redis nor ssl (docs/deployment.md, "Worker model"), so the store is probed with a
+plain connect to its address: enough to tell "nothing listens there" from "something does"; a server that
+refuses the credentials shows in ``/readyz`` and the workers' log. An unreachable store does not stop the
+start: the workers serve, ``/readyz`` answers 503 until the store answers, and everything recovers by itself
+when it does.
+"""
+
+from __future__ import annotations
+
+import socket
+from importlib import metadata
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+PACKAGE = "quineling-a2a"
+SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "pwd", "token", "secret"})
+
+
+class Facts(Protocol):
+    """The settings the banner reports (a :class:`quineling.config.Settings`)."""
+
+    @property
+    def advertised_url(self) -> str: ...
+    @property
+    def store_url(self) -> str: ...
+    @property
+    def worker_class(self) -> str: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def worker_connections(self) -> int: ...
+    @property
+    def auth_keys_file(self) -> str: ...
+    @property
+    def auth_jwks(self) -> str: ...
+    @property
+    def allow_anonymous(self) -> bool: ...
+    @property
+    def rate_limit(self) -> str: ...
+    @property
+    def redis_connect_timeout_seconds(self) -> float: ...
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password: in the user part (``redis://user:***@host``) and in the query
+    (``?password=***``)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if k.lower() in SECRET_QUERY_KEYS else v) for k, v in pairs], safe="*")
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    # Put together by hand: urlunsplit drops the "//" of an empty host (unix:///path).
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}"
+        + (f"?{query}" if query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
+
+
+def version() -> str:
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _auth_mode(facts: Facts) -> str:
+    kinds = [name for name, on in (("api-keys", facts.auth_keys_file), ("jwt", facts.auth_jwks)) if on]
+    if kinds:
+        return "+".join(kinds)
+    return "anonymous (allowed on any address)" if facts.allow_anonymous else "anonymous (loopback only)"
+
+
+def _workers(facts: Facts) -> str:
+    if facts.worker_class == "gthread":
+        return f"{facts.workers}×gthread ({facts.threads} threads/worker)"
+    return f"{facts.workers}×{facts.worker_class} ({facts.worker_connections} connections/worker)"
+
+
+def banner(facts: Facts, binds: list[str]) -> str:
+    """The start line: version, advertised URL, listeners, store (no password), workers, auth, limits."""
+    return (
+        f"quineling {version()} serving {facts.advertised_url} on {', '.join(binds)}"
+        f" | store {redacted_url(facts.store_url)} | workers {_workers(facts)} | auth {_auth_mode(facts)}"
+        f" | rate limit {facts.rate_limit or 'off'}"
+    )
+
+
+def store_unreachable(url: str, timeout: float) -> str | None:
+    """Why the store at ``url`` cannot be reached, or ``None`` when something listens at its address (or the
+    store is in-process)."""
+    parts = urlsplit(url)
+    try:
+        if parts.scheme == "unix":
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(timeout)
+                sock.connect(unquote(parts.path))
+        elif parts.scheme in ("redis", "rediss"):
+            with socket.create_connection((parts.hostname or "localhost", parts.port or 6379), timeout):
+                pass
+    except (OSError, ValueError) as exc:  # ValueError: a port that is no number
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def when_ready_hook(facts: Facts) -> Any:
+    """gunicorn's ``when_ready`` hook (the master, once it listens): log the banner, then probe the store."""
+
+    def when_ready(server: Any) -> None:
+        server.log.info(banner(facts, [str(bind) for bind in server.cfg.bind]))
+        problem = store_unreachable(facts.store_url, facts.redis_connect_timeout_seconds)
+        if problem is not None:
+            server.log.error(
+                "quineling: the store %s cannot be reached at start-up (%s); serving anyway: /readyz answers "
+                "503 and requests that need the store get the retryable 503 until it can be reached",
+                redacted_url(facts.store_url),
+                problem,
+            )
+
+    return when_ready

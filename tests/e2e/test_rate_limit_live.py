@@ -1,0 +1,44 @@
+"""Rate limits under real gunicorn on real Redis: three worker processes share one budget exactly — of
+N + k concurrent requests, exactly N pass and k get the 429, whichever workers serve them."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from tests.conftest import REDIS_URL, needs_redis
+from tests.e2e.client import WorkerTrace, traced_server
+from tests.support.http_bindings import TAG_HEADER
+
+pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+BUDGET, EXTRA, WORKERS = 20, 12, 3
+
+
+def test_concurrent_requests_over_three_workers_get_exactly_the_budget() -> None:
+    with traced_server(store_url=REDIS_URL, workers=WORKERS, rate_limit=f"{BUDGET}/minute") as server:
+        tags = [uuid.uuid4().hex for _ in range(BUDGET + EXTRA)]
+
+        def get(tag: str) -> requests.Response:
+            # A fresh connection each: any worker may accept it.
+            return requests.get(
+                server.url("/a2a/rest/tasks"),
+                headers={"A2A-Version": "1.0", TAG_HEADER: tag, "Connection": "close"},
+                timeout=30,
+            )
+
+        with ThreadPoolExecutor(max_workers=len(tags)) as pool:
+            responses = list(pool.map(get, tags))
+        codes = [response.status_code for response in responses]
+        assert codes.count(200) == BUDGET and codes.count(429) == EXTRA, codes
+        refused = [r for r in responses if r.status_code == 429]
+        assert all(
+            r.json()["error"]["status"] == "RESOURCE_EXHAUSTED" and r.headers["Retry-After"] for r in refused
+        )
+        remaining = sorted(int(r.headers["RateLimit-Remaining"]) for r in responses if r.status_code == 200)
+        assert remaining == list(range(BUDGET))  # each allowed request saw its own count
+        trace = WorkerTrace(server)
+        served_by = {trace.pid(tag) for tag in tags}
+        assert len(served_by) >= 2, "the requests should have spread over the workers"
