@@ -22,12 +22,12 @@ from quineling.client import (
     AgentError,
     AgentUnreachable,
     AuthenticationFailed,
+    CardError,
     ClientTimeout,
     Credentials,
     RetryPolicy,
     Timeouts,
 )
-from quineling.client.errors import CardError
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 BINDINGS = {
@@ -150,13 +150,12 @@ def configure_debug(settings: Settings) -> None:
         logger.addHandler(handler)
 
 
-def versions(settings: Settings) -> tuple[str, ...]:
+def asked_version(settings: Settings) -> str | None:
+    """``--a2a-version``: 1.0 (the default, the highest this tool speaks), or 0.3 by explicit opt-in only."""
     asked = settings["a2a_version"]
-    if asked is None:
-        return ("1.0",)
-    if asked not in ("1.0", "0.3"):
+    if asked is not None and asked not in ("1.0", "0.3"):
         raise usage(f"--a2a-version: {asked!r} is not a version this tool speaks (1.0, or 0.3 by opt-in)")
-    return (asked,)
+    return asked
 
 
 def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
@@ -171,17 +170,27 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
             sys.stderr.write(
                 "WARNING: --insecure: your credentials go to a server whose identity is NOT verified\n"
             )
+    asked = asked_version(settings)
     with client_errors(card=True, settings=settings):
-        return A2AClient.connect(
+        client = A2AClient.connect(
             ref,
             transports=bindings(settings["transport"]) or None,
-            versions=versions(settings),
+            allow_v03=asked == "0.3",
             credentials=Credentials(bearer=settings["bearer"], api_key=settings["api_key"]),
             timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout),
             retry=RetryPolicy(retries=retries),
             insecure=settings["insecure"],
             headers=service_params(settings["svc_param"]),
         )
+    chosen = client.interface.protocol_version
+    if asked is not None and chosen != asked:
+        # Never a silent change of version: the caller asked for one and the agent (or client) chose another.
+        offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in client.card.interfaces)
+        client.close()
+        raise CliError("VersionNotSupportedError", f"--a2a-version {asked}: no usable interface at {asked} "
+                       f"(the card offers {offered}; {chosen} would be used)", hint="drop --a2a-version to use "
+                       "the highest version both sides speak")
+    return client
 
 
 @contextmanager
@@ -220,8 +229,6 @@ def translate(exc: A2AClientError, *, settings: Settings, card: bool = False) ->
         )
     if isinstance(exc, CardError):
         return CliError(errors.CARD_INVALID, message, hint=hint, a2a_code=exc.a2a_code)
-    if "VersionNotSupported" in type(exc).__name__ or "version" in message.lower() and card:
-        return CliError("VersionNotSupportedError", message, hint=hint, a2a_code=exc.a2a_code)
     return CliError(
         errors.INTERNAL if card else "InvalidAgentResponseError",
         message,

@@ -49,7 +49,10 @@ class Session:
         return self._client
 
     def capability(self, name: str) -> bool:
-        return bool((self.client.card.raw.get("capabilities") or {}).get(name))
+        """What the card declares (the client reads v0.3 and older cards into the same fields)."""
+        card = self.client.card
+        return bool({"streaming": card.streaming, "pushNotifications": card.push_notifications,
+                     "extendedAgentCard": card.extended_card}[name])
 
     def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         started = time.monotonic()
@@ -133,62 +136,42 @@ class Session:
 
 def card_get(session: Session, args: argparse.Namespace) -> int:
     client = session.client
-    card = client.card.raw
+    card = client.card
     if args.extended:
-        if not (card.get("capabilities") or {}).get("extendedAgentCard"):
-            raise CliError(
-                "UnsupportedOperationError",
-                "the agent's card declares no extended card (capabilities.extendedAgentCard)",
-                hint=None,
-            )
-        raise CliError(
-            errors.INTERNAL, "card get --extended (Tier 3) is not implemented by this tool", hint=None
-        )
-    found = cardcheck.problems(card) if args.validate else []
+        if not card.extended_card:
+            raise CliError("UnsupportedOperationError", "the agent's card declares no extended card "
+                           "(capabilities.extendedAgentCard)", hint=None)
+        card = session.call(client.get_extended_card)
+    found = cardcheck.problems(card.raw) if args.validate else []
     out = session.out
     if out.json:
         if found:
-            raise CliError(
-                errors.CARD_INVALID,
-                "the card is not a valid A2A 1.0 AgentCard: " + "; ".join(found),
-                hint=None,
-            )
-        out.document(card)
+            raise CliError(errors.CARD_INVALID, "the card is not a valid A2A 1.0 AgentCard: " + "; ".join(found),
+                           hint=None)
+        out.document(card.raw)
         return 0
-    interface = client.interface
-    for label, value in (
-        ("Name", card.get("name")),
-        ("Description", card.get("description")),
-        ("Version", card.get("version")),
-    ):
-        if value is not None:
-            out.field(label, value)
-    provider = card.get("provider") or {}
-    if provider.get("organization"):
+    out.field("Name", card.name)
+    out.field("Description", card.description)
+    out.field("Version", card.version)
+    out.field("Card-Generation", card.generation)
+    provider = card.raw.get("provider") or {}
+    if isinstance(provider, dict) and provider.get("organization"):
         out.field("Provider", f"{provider['organization']} {provider.get('url', '')}".strip())
-    capabilities = card.get("capabilities") or {}
-    for label, key in (
-        ("Streaming", "streaming"),
-        ("Push-Notifications", "pushNotifications"),
-        ("Extended-Card", "extendedAgentCard"),
-    ):
-        out.field(label, "yes" if capabilities.get(key) else "no")
-    for entry in card.get("supportedInterfaces") or []:
-        tenant = f" tenant={entry['tenant']}" if entry.get("tenant") else ""
-        out.field(
-            "Interface",
-            f"{entry.get('protocolBinding')} {entry.get('protocolVersion')} {entry.get('url')}{tenant}",
-        )
-    out.field(
-        "Selected-Interface", f"{interface.protocol_binding} {interface.protocol_version} {interface.url}"
-    )
-    for name, scheme in (card.get("securitySchemes") or {}).items():
-        kind = next(iter(scheme), "unknown") if isinstance(scheme, dict) else "unknown"
-        out.field("Security-Scheme", f"{name} {kind}")
-    for skill in card.get("skills") or []:
-        out.field("Skill", f"{skill.get('id')} {skill.get('name', '')}".rstrip())
-        if session.out.verbose and skill.get("description"):
-            out.field("Skill-Description", skill["description"])
+    out.field("Streaming", "yes" if card.streaming else "no")
+    out.field("Push-Notifications", "yes" if card.push_notifications else "no")
+    out.field("Extended-Card", "yes" if card.extended_card else "no")
+    for entry in card.interfaces:
+        tenant = f" tenant={entry.tenant}" if entry.tenant else ""
+        out.field("Interface", f"{entry.protocol_binding} {entry.protocol_version} {entry.url}{tenant}")
+    chosen = client.interface
+    out.field("Selected-Interface", f"{chosen.protocol_binding} {chosen.protocol_version} {chosen.url}")
+    for name, scheme in card.security_schemes.items():
+        detail = " ".join(x for x in (scheme.scheme, scheme.location, scheme.name) if x)
+        out.field("Security-Scheme", f"{name} {scheme.kind} {detail}".rstrip())
+    for skill in card.skills:
+        out.field("Skill", f"{skill.id} {skill.name}".rstrip())
+        if out.verbose and skill.description:
+            out.field("Skill-Description", skill.description)
     if args.validate:
         out.field("Valid", "no" if found else "yes")
         for problem in found:

@@ -40,12 +40,8 @@ def _raw(value: Any) -> dict[str, Any]:
 
 def push_create(session: Session, args: argparse.Namespace) -> int:
     client = _push_checked(session)
-    config: dict[str, Any] = {"url": args.url}
-    if args.token:
-        config["token"] = args.token
-    if args.config_id:
-        config["id"] = args.config_id
-    _print_config(session, _raw(session.call(client.set_push_config, args.task, config)))
+    created = session.call(client.set_push_config, args.task, args.url, config_id=args.config_id, token=args.token)
+    _print_config(session, _raw(created))
     return 0
 
 
