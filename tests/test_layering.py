@@ -25,6 +25,11 @@ RULES = {
     "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
     "quineling/auth": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores", "quineling.a2a",
                        "quineling.app", "quineling.config", "quineling.runtime"),
+    # The client calls other agents: no web framework and nothing of this server; shared state goes through
+    # the stores layer's public surface (never a backend module, never the Redis driver itself).
+    "quineling/client": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "fakeredis",
+                         "stores.memory", "stores.redis", "stores.redis_connection", "quineling.a2a",
+                         "quineling.app", "quineling.auth", "quineling.config", "quineling.runtime", "quineling.cli"),
 }  # fmt: skip
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.
 ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
@@ -37,6 +42,7 @@ LAYERS = {
     "quineling.config": 2,
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
     "quineling.a2a": 3,
+    "quineling.client": 3,  # calls other agents; only the stores layer below it
     "quineling.app": 4,
     "quineling.cli": 5,
     "quineling": 5,  # the package's public surface re-exports create_app
@@ -155,3 +161,6 @@ def test_the_checks_can_fail() -> None:
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert [name for name in MODULES if layer(name) is None] == []
     assert layer("quineling.a2a.service") > layer("stores.base")  # type: ignore[operator]
+    assert forbidden("quineling.a2a.service", RULES["quineling/client"])
+    assert forbidden("flask", RULES["quineling/client"])
+    assert not forbidden("stores", RULES["quineling/client"])

@@ -1,0 +1,109 @@
+"""What a call to another agent can fail with: one base class, a kind per exit code, the agent's own errors.
+
+Every error carries a ``hint`` (what to do next) and, for the agent's A2A errors, the JSON-RPC code in
+``a2a_code``. Messages never hold credentials: they are built from the agent's reply and the request's URL
+without its query string, and :mod:`quineling.client.credentials` redacts any secret the agent echoes back.
+"""
+
+from __future__ import annotations
+
+# The A2A error of each JSON-RPC code and its ErrorInfo reason (the same table on both bindings).
+A2A_REASONS: dict[int, str] = {
+    -32001: "TASK_NOT_FOUND",
+    -32002: "TASK_NOT_CANCELABLE",
+    -32003: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    -32004: "UNSUPPORTED_OPERATION",
+    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
+    -32006: "INVALID_AGENT_RESPONSE",
+    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    -32008: "EXTENSION_SUPPORT_REQUIRED",
+    -32009: "VERSION_NOT_SUPPORTED",
+    -32700: "PARSE_ERROR",
+    -32600: "INVALID_REQUEST",
+    -32601: "METHOD_NOT_FOUND",
+    -32602: "INVALID_PARAMS",
+    -32603: "INTERNAL_ERROR",
+}
+A2A_CODES: dict[str, int] = {reason: code for code, reason in A2A_REASONS.items()}
+A2A_CODES["INVALID_ARGUMENT"] = -32602  # a REST status name some servers put where the reason goes
+
+
+class A2AClientError(Exception):
+    """Base of every client error. ``exit_code`` is what the command line exits with."""
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        a2a_code: int | None = None,
+        exit_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.a2a_code = a2a_code
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class AgentUnreachable(A2AClientError):
+    """No answer: the connection failed, the agent answered 502/503/504, or its circuit breaker is open."""
+
+    exit_code = 3
+
+
+class AuthenticationFailed(A2AClientError):
+    """The agent refused the credentials (HTTP 401/403), or it needs some the caller did not give."""
+
+    exit_code = 4
+
+
+class ClientTimeout(A2AClientError):
+    """A connect, read or stream timeout, or a ``delegate`` deadline, passed."""
+
+    exit_code = 5
+
+
+class ProtocolError(A2AClientError):
+    """The agent's answer breaks the protocol: not JSON, the wrong envelope, an illegal task state transition."""
+
+
+class CardError(ProtocolError):
+    """The agent card cannot be used: unreadable, no name, or no endpoint this client can speak."""
+
+
+class AgentError(A2AClientError):
+    """An A2A error the agent answered with. ``reason`` is its ErrorInfo reason (``TASK_NOT_FOUND``, …), or
+    ``HTTP <status>`` when the agent gave none; ``http_status`` the HTTP status it came with."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        a2a_code: int | None = None,
+        http_status: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(
+            message, hint=hint, a2a_code=a2a_code if a2a_code is not None else A2A_CODES.get(reason)
+        )
+        self.reason = reason
+        self.http_status = http_status
+
+
+def not_supported(operation: str, capability: str, code: int) -> AgentError:
+    """The error an agent would answer for an operation its card says it does not offer; raised locally."""
+    reason = A2A_REASONS[code]
+    return AgentError(
+        f"{operation}: the agent's card declares capabilities.{capability} false",
+        reason=reason,
+        a2a_code=code,
+        hint="the agent does not offer this; no request was sent",
+    )
