@@ -67,10 +67,17 @@ def card_reference(ref: str | None) -> str:
             "no agent: give -a/--agent-card REF or set A2ACLI_AGENT_CARD",
             hint="example: quineling card get -a http://127.0.0.1:8049",
         )
-    if ref.startswith("file://"):
-        return str(Path(urlsplit(ref).path))
-    if "://" not in ref and (Path(ref).exists() or ref.endswith(".json") and "/" in ref):
-        return ref
+    path = Path(urlsplit(ref).path) if ref.startswith("file://") else Path(ref)
+    if (
+        ref.startswith("file://")
+        or "://" not in ref
+        and (path.exists() or ref.endswith(".json") and "/" in ref)
+    ):
+        if not path.is_file():
+            raise CliError(
+                errors.CARD_NOT_FOUND, f"no agent card file at {path}", hint="check -a/--agent-card"
+            )
+        return str(path)
     url = ref if "://" in ref else f"{'http' if _loopback(ref) else 'https'}://{ref}"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -187,9 +194,12 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
         # Never a silent change of version: the caller asked for one and the agent (or client) chose another.
         offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in client.card.interfaces)
         client.close()
-        raise CliError("VersionNotSupportedError", f"--a2a-version {asked}: no usable interface at {asked} "
-                       f"(the card offers {offered}; {chosen} would be used)", hint="drop --a2a-version to use "
-                       "the highest version both sides speak")
+        raise CliError(
+            "VersionNotSupportedError",
+            f"--a2a-version {asked}: no usable interface at {asked} "
+            f"(the card offers {offered}; {chosen} would be used)",
+            hint="drop --a2a-version to use the highest version both sides speak",
+        )
     return client
 
 
@@ -203,6 +213,11 @@ def client_errors(*, settings: Settings, card: bool = False) -> Iterator[None]:
 
 def translate(exc: A2AClientError, *, settings: Settings, card: bool = False) -> CliError:
     message, hint = exc.message, exc.hint
+    if card and isinstance(exc, AgentError) and exc.reason.startswith("HTTP "):
+        # No card where the reference points (404, a server error): the reference did not resolve.
+        return CliError(
+            errors.CARD_NOT_FOUND, message, hint=hint or "check -a/--agent-card", a2a_code=exc.a2a_code
+        )
     if isinstance(exc, AgentError):
         name = A2A_NAMES.get(exc.reason, exc.reason if exc.reason.endswith("Error") else "")
         if not name:

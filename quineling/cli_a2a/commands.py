@@ -51,8 +51,13 @@ class Session:
     def capability(self, name: str) -> bool:
         """What the card declares (the client reads v0.3 and older cards into the same fields)."""
         card = self.client.card
-        return bool({"streaming": card.streaming, "pushNotifications": card.push_notifications,
-                     "extendedAgentCard": card.extended_card}[name])
+        return bool(
+            {
+                "streaming": card.streaming,
+                "pushNotifications": card.push_notifications,
+                "extendedAgentCard": card.extended_card,
+            }[name]
+        )
 
     def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         started = time.monotonic()
@@ -139,15 +144,21 @@ def card_get(session: Session, args: argparse.Namespace) -> int:
     card = client.card
     if args.extended:
         if not card.extended_card:
-            raise CliError("UnsupportedOperationError", "the agent's card declares no extended card "
-                           "(capabilities.extendedAgentCard)", hint=None)
+            raise CliError(
+                "UnsupportedOperationError",
+                "the agent's card declares no extended card (capabilities.extendedAgentCard)",
+                hint=None,
+            )
         card = session.call(client.get_extended_card)
     found = cardcheck.problems(card.raw) if args.validate else []
     out = session.out
     if out.json:
         if found:
-            raise CliError(errors.CARD_INVALID, "the card is not a valid A2A 1.0 AgentCard: " + "; ".join(found),
-                           hint=None)
+            raise CliError(
+                errors.CARD_INVALID,
+                "the card is not a valid A2A 1.0 AgentCard: " + "; ".join(found),
+                hint=None,
+            )
         out.document(card.raw)
         return 0
     out.field("Name", card.name)

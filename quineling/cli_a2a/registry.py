@@ -18,8 +18,10 @@ from quineling.client import AgentRegistry, Credentials, RetryPolicy
 def _registry(session: Session) -> AgentRegistry:
     url = os.environ.get("QUINELING_STORE_URL", "")
     if not url or url.startswith("memory:"):
-        raise usage("agents: the registry is kept in the project's store: set QUINELING_STORE_URL=redis://…",
-                    hint="example: QUINELING_STORE_URL=redis://127.0.0.1:6379/0 quineling agents list")
+        raise usage(
+            "agents: the registry is kept in the project's store: set QUINELING_STORE_URL=redis://…",
+            hint="example: QUINELING_STORE_URL=redis://127.0.0.1:6379/0 quineling agents list",
+        )
     settings = session.settings
     with client_errors(settings=settings):
         return AgentRegistry(
@@ -55,10 +57,19 @@ def _show(session: Session, agents: list[Any]) -> None:
 
 
 def _doc(agent: Any) -> dict[str, Any]:
-    return {"url": agent.url, "name": agent.name, "description": agent.description, "skills": list(agent.skills),
-            "health": agent.health, "registeredAt": agent.registered_at, "lastSeen": agent.last_seen,
-            "lastChecked": agent.last_checked, "latencyMs": agent.latency_ms, "ready": agent.ready,
-            "lastError": agent.last_error}
+    return {
+        "url": agent.url,
+        "name": agent.name,
+        "description": agent.description,
+        "skills": list(agent.skills),
+        "health": agent.health,
+        "registeredAt": agent.registered_at,
+        "lastSeen": agent.last_seen,
+        "lastChecked": agent.last_checked,
+        "latencyMs": agent.latency_ms,
+        "ready": agent.ready,
+        "lastError": agent.last_error,
+    }
 
 
 def agents_add(session: Session, args: argparse.Namespace) -> int:
@@ -81,8 +92,9 @@ def agents_check(session: Session, args: argparse.Namespace) -> int:
     registry = _registry(session)
     with client_errors(settings=session.settings):
         if args.ref is not None and registry.get(args.ref) is None:
-            raise CliError("A2ACLI_ERR_CARD_NOT_FOUND", f"{args.ref} is not a known agent",
-                           hint="quineling agents list")
+            raise CliError(
+                "A2ACLI_ERR_CARD_NOT_FOUND", f"{args.ref} is not a known agent", hint="quineling agents list"
+            )
         agents = registry.check(args.ref)
     _show(session, agents)
     return 0
@@ -93,7 +105,9 @@ def agents_remove(session: Session, args: argparse.Namespace) -> int:
     with client_errors(settings=session.settings):
         removed = registry.remove(args.ref)
     if not removed:
-        raise CliError("A2ACLI_ERR_CARD_NOT_FOUND", f"{args.ref} is not a known agent", hint="quineling agents list")
+        raise CliError(
+            "A2ACLI_ERR_CARD_NOT_FOUND", f"{args.ref} is not a known agent", hint="quineling agents list"
+        )
     if session.out.json:
         session.out.document({"removed": args.ref})
     else:

@@ -40,7 +40,9 @@ def _raw(value: Any) -> dict[str, Any]:
 
 def push_create(session: Session, args: argparse.Namespace) -> int:
     client = _push_checked(session)
-    created = session.call(client.set_push_config, args.task, args.url, config_id=args.config_id, token=args.token)
+    created = session.call(
+        client.set_push_config, args.task, args.url, config_id=args.config_id, token=args.token
+    )
     _print_config(session, _raw(created))
     return 0
 

@@ -53,7 +53,9 @@ def scripted_agent(script: list[str]) -> Iterator[Agent]:
             self.wfile.write(data)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            agent.requests.append({"method": "card", "version": self.headers.get("A2A-Version"), "at": time.monotonic()})
+            agent.requests.append(
+                {"method": "card", "version": self.headers.get("A2A-Version"), "at": time.monotonic()}
+            )
             self._send({
                 "name": "Scripted", "description": "follows a script", "version": "1",
                 "supportedInterfaces": [{"url": agent.url + "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
