@@ -157,6 +157,49 @@ def configure_debug(settings: Settings) -> None:
         logger.addHandler(handler)
 
 
+wire = logging.getLogger("quineling.cli.wire")
+_SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+
+
+def _headers(headers: Any) -> str:
+    return ", ".join(
+        f"{k}: {'[redacted]' if k.lower() in _SECRET_HEADERS else v}" for k, v in headers.items()
+    )
+
+
+def attach_wire_log(client: Any) -> None:
+    """``--debug`` at Tier 2: every request and every non-streamed answer, headers and body, on stderr through
+    the redacting handler. (The card fetch precedes this; the card itself is what ``card get`` prints.)"""
+    if not wire.isEnabledFor(logging.DEBUG):
+        return
+
+    def on_request(request: Any) -> None:
+        wire.debug(
+            "> %s %s\n> %s\n> %s",
+            request.method,
+            request.url,
+            _headers(request.headers),
+            request.content.decode("utf-8", "replace") if request.content else "",
+        )
+
+    def on_response(response: Any) -> None:
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        body = (
+            "(event stream: events follow as output)"
+            if streamed
+            else response.read().decode("utf-8", "replace")
+        )
+        wire.debug(
+            "< %s %s\n< %s\n< %s",
+            response.status_code,
+            response.request.url,
+            _headers(response.headers),
+            body,
+        )
+
+    client.channel.client.event_hooks = {"request": [on_request], "response": [on_response]}
+
+
 def asked_version(settings: Settings) -> str | None:
     """``--a2a-version``: 1.0 (the default, the highest this tool speaks), or 0.3 by explicit opt-in only."""
     asked = settings["a2a_version"]
@@ -189,6 +232,7 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
             insecure=settings["insecure"],
             headers=service_params(settings["svc_param"]),
         )
+    attach_wire_log(client)
     chosen = client.interface.protocol_version
     if asked is not None and chosen != asked:
         # Never a silent change of version: the caller asked for one and the agent (or client) chose another.
