@@ -202,7 +202,7 @@ def attach_wire_log(client: Any) -> None:
 
 def asked_version(settings: Settings) -> str | None:
     """``--a2a-version``: 1.0 (the default, the highest this tool speaks), or 0.3 by explicit opt-in only."""
-    asked = settings["a2a_version"]
+    asked: str | None = settings["a2a_version"]
     if asked is not None and asked not in ("1.0", "0.3"):
         raise usage(f"--a2a-version: {asked!r} is not a version this tool speaks (1.0, or 0.3 by opt-in)")
     return asked

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 _VERSION = re.compile(r"^\d+\.\d+$")
 _BINDINGS = {"JSONRPC", "HTTP+JSON", "GRPC"}
+_KIND_NAMES: dict[type, str] = {str: "string", list: "array", dict: "object"}
 _SCHEMES = {
     "apiKeySecurityScheme",
     "httpAuthSecurityScheme",
@@ -75,8 +76,7 @@ def _need(
     value = obj[name]
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
         found.append(
-            f"{path}: must be a{'n' if kind in (list, dict) else ''} "
-            f"{ {str: 'string', list: 'array', dict: 'object'}.get(kind, kind.__name__) }"
+            f"{path}: must be a{'n' if kind in (list, dict) else ''} {_KIND_NAMES.get(kind, kind.__name__)}"
         )
         return False
     if nonempty and kind in (str, list) and not value:

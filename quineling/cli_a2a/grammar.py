@@ -63,14 +63,14 @@ class PartAction(argparse.Action):
         namespace.parts = parts
 
 
-def _converter(option: Option) -> Callable[[str], Any] | None:
+def _converter(option: Option) -> Callable[[str], Any]:
     if option.kind == DURATION:
         return lambda text: parse_duration(text, option.long)
     if option.kind == INT:
         return lambda text: parse_int(text, option.long)
     if option.kind == JSON_OBJECT:
         return lambda text: parse_json_object(text, option.long)
-    return None
+    return str
 
 
 def add_global_options(parser: argparse.ArgumentParser, defaults: Callable[[Option], str]) -> None:

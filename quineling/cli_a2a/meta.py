@@ -36,7 +36,7 @@ def config_show(settings: Settings, out: Out) -> int:
         out.document({"settings": rows, "files": files})
     else:
         for row in rows:
-            out.field(row["option"].lstrip("-"), f"{row['value']} (source: {row['source']})")
+            out.field(str(row["option"]).lstrip("-"), f"{row['value']} (source: {row['source']})")
         out.field("Local-File", files["local"] or "(none found)")
         out.field("Global-File", files["global"])
     for warning in settings.warnings:

@@ -92,7 +92,7 @@ def task_download(session: Session, args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise usage(f"--dir: {folder} is not a folder", hint=None)
     task = session.call(session.client.get_task, args.task).raw
-    out, saved, taken = session.out, [], set()
+    out, saved, taken = session.out, [], set[str]()
     for artifact in task.get("artifacts") or []:
         stem = _safe_name(str(artifact.get("artifactId") or "artifact"), "artifact")
         for index, part in enumerate(artifact.get("parts") or []):
