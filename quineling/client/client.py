@@ -8,8 +8,10 @@ result = client.delegate(text_message("hello"), timeout=60)
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 from quineling.client.breaker import BreakerSettings, CircuitBreaker
 from quineling.client.card import AgentCard, Interface, parse_card
 from quineling.client.credentials import Credentials
-from quineling.client.discovery import is_url, load_card
+from quineling.client.discovery import CACHE, CardCache, is_url, load_card
 from quineling.client.errors import CardError, ClientTimeout, ProtocolError, not_supported
 from quineling.client.following import follow
 from quineling.client.http import Channel, SSEItem, Timeouts, public_url
@@ -47,6 +49,7 @@ from quineling.client.transports import (
 JSONDict = dict[str, Any]
 POLL_START = 0.5  # delegate's first poll interval; it grows ×1.5 to POLL_MAX
 POLL_MAX = 5.0
+TRACKED_TASKS = 1024  # tasks whose last state this client remembers, to validate what it sees next
 
 
 def agent_key(card: AgentCard) -> str:
@@ -114,6 +117,8 @@ class A2AClient:
         self._index = 0
         self._confirmed = False
         self.transport = _transport(self.channel, found[0])
+        self._states: OrderedDict[str, TaskState] = OrderedDict()
+        self._states_lock = threading.Lock()
 
     @classmethod
     def connect(
@@ -125,16 +130,20 @@ class A2AClient:
         insecure: bool = False,
         headers: dict[str, str] | None = None,
         shared_state: SharedState | str | None = None,
+        breaker: CircuitBreaker | None = None,
+        cache: CardCache = CACHE,
         **options: Any,
     ) -> A2AClient:
-        """Discover the agent at ``source`` (origin, card URL or card file), then connect to it."""
-        state = SharedState.from_url(shared_state) if isinstance(shared_state, str) else shared_state
-        breaker = CircuitBreaker(state, BreakerSettings())
+        """Discover the agent at ``source`` (origin, card URL or card file), then connect to it. ``breaker``:
+        one of your own (e.g. with other :class:`BreakerSettings`); else one on ``shared_state``."""
+        if breaker is None:
+            state = SharedState.from_url(shared_state) if isinstance(shared_state, str) else shared_state
+            breaker = CircuitBreaker(state, BreakerSettings())
         policy = retry if retry is not None else RetryPolicy()
         channel = Channel(public_url(str(source)), timeouts=timeouts, retry=policy, breaker=breaker,
                           headers=headers, insecure=insecure)  # fmt: skip
         try:
-            card = load_card(source, channel=channel)
+            card = load_card(source, channel=channel, cache=cache)
             return cls(card, retry=policy, breaker=breaker, channel=channel, **options)
         except BaseException:
             channel.close()
@@ -197,6 +206,24 @@ class A2AClient:
 
         return open_stream
 
+    def observe(self, task_id: str, state: TaskState) -> None:
+        """Check ``state`` against the last state this client saw for the task (on any stream, poll or answer)
+        and remember it: an illegal transition raises :class:`ProtocolError` naming both states."""
+        if not task_id or state is TaskState.UNSPECIFIED:
+            return
+        with self._states_lock:
+            machine = TaskStateMachine(task_id, self._states.get(task_id))
+            machine.advance(state)
+            self._states[task_id] = state
+            self._states.move_to_end(task_id)
+            while len(self._states) > TRACKED_TASKS:
+                self._states.popitem(last=False)
+
+    def _task(self, raw: Any) -> Task:
+        task = Task.parse(raw)
+        self.observe(task.id, task.state)
+        return task
+
     # --- operations ----------------------------------------------------------------------------------------
 
     @staticmethod
@@ -235,7 +262,10 @@ class A2AClient:
     ) -> Task | Message:
         params = self._send_params(message, return_immediately=return_immediately, history_length=history_length,
                                    accepted_output_modes=accepted_output_modes, metadata=metadata)  # fmt: skip
-        return parse_send_response(self._call("SendMessage", params, idempotency_key=idempotency_key))
+        result = parse_send_response(self._call("SendMessage", params, idempotency_key=idempotency_key))
+        if isinstance(result, Task):
+            self.observe(result.id, result.state)
+        return result
 
     def stream(
         self,
@@ -252,7 +282,7 @@ class A2AClient:
             raise not_supported("SendStreamingMessage", "streaming", -32004)
         params = self._send_params(message, metadata=metadata)
         return follow(self._open(idempotency_key), "SendStreamingMessage", params, retry=self.retry,
-                      resume=resume, get_task=self.get_task, deadline=deadline)  # fmt: skip
+                      resume=resume, get_task=self.get_task, deadline=deadline, observe=self.observe)  # fmt: skip
 
     def subscribe(
         self, task_id: str, *, resume: bool = True, deadline: float | None = None
@@ -262,13 +292,13 @@ class A2AClient:
         if not self.card.streaming:
             raise not_supported("SubscribeToTask", "streaming", -32004)
         return follow(self._open(None), "SubscribeToTask", {"id": task_id}, retry=self.retry, resume=resume,
-                      task_id=task_id, get_task=self.get_task, deadline=deadline)  # fmt: skip
+                      task_id=task_id, get_task=self.get_task, deadline=deadline, observe=self.observe)  # fmt: skip
 
     def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
         params: JSONDict = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
-        return Task.parse(self._call("GetTask", params))
+        return self._task(self._call("GetTask", params))
 
     def list_page(
         self,
@@ -307,7 +337,7 @@ class A2AClient:
 
     def cancel(self, task_id: str, *, metadata: JSONDict | None = None) -> Task:
         params: JSONDict = {"id": task_id, **({"metadata": metadata} if metadata else {})}
-        return Task.parse(self._call("CancelTask", params))
+        return self._task(self._call("CancelTask", params))
 
     # --- push notification configs: refused locally when the card says the agent has none --------------
 
@@ -376,9 +406,7 @@ class A2AClient:
                     task_id = event.task_id
         except ClientTimeout:
             return DelegateResult.of("timeout", self._snapshot(task_id))
-        task = self.get_task(task_id) if task_id else None
-        if task is not None and state is not None:
-            TaskStateMachine(task_id, state).advance(task.state)
+        task = self.get_task(task_id) if task_id else None  # validated against the stream's last state
         outcome = task.state.short if task is not None else (state.short if state else "completed")
         return DelegateResult.of(outcome, task)
 
@@ -394,8 +422,6 @@ class A2AClient:
         first = self.send(message, return_immediately=True)
         if isinstance(first, Message):
             return DelegateResult.of("completed", None, first)
-        machine = TaskStateMachine(first.id, None)
-        machine.advance(first.state)
         task, interval = first, POLL_START
         while not (task.state.terminal or task.state.interrupted):
             remaining = deadline - time.monotonic()
@@ -403,8 +429,7 @@ class A2AClient:
                 return DelegateResult.of("timeout", task)
             time.sleep(min(interval, remaining))
             interval = min(POLL_MAX, interval * 1.5)
-            task = self.get_task(first.id)
-            machine.advance(task.state)
+            task = self.get_task(first.id)  # validated against the previous poll by observe()
         return DelegateResult.of(task.state.short, task)
 
     def latency(self) -> dict[str, Any]:

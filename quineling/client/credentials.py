@@ -11,6 +11,9 @@ put in an error (an agent may echo a header back).
 
 from __future__ import annotations
 
+import logging
+import threading
+import weakref
 from dataclasses import dataclass, field
 
 from quineling.client.card import AgentCard
@@ -18,10 +21,47 @@ from quineling.client.card import AgentCard
 REDACTED = "***"
 
 
+class _SecretFilter(logging.Filter):
+    """Scrubs the secrets of live :class:`Credentials` from records of the HTTP libraries' loggers (httpx logs
+    each request's URL at INFO, which holds an API key sent as a query parameter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: weakref.WeakSet[Credentials] = weakref.WeakSet()
+        self.lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with self.lock:
+            secrets = [s for c in self.live for s in c.secrets]
+        if secrets:
+            text = record.getMessage()
+            scrubbed = text
+            for secret in secrets:
+                scrubbed = scrubbed.replace(secret, REDACTED)
+            if scrubbed != text:
+                record.msg, record.args = scrubbed, ()
+        return True
+
+
+SECRET_FILTER = _SecretFilter()
+logging.getLogger("httpx").addFilter(SECRET_FILTER)  # httpcore's own records carry no URLs or headers
+
+
 @dataclass(frozen=True)
 class Credentials:
     bearer: str | None = field(default=None, repr=False)
     api_key: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.secrets:
+            with SECRET_FILTER.lock:
+                SECRET_FILTER.live.add(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
 
     def __repr__(self) -> str:
         shown = [f"{name}={REDACTED}" for name in ("bearer", "api_key") if getattr(self, name)]

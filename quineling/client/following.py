@@ -45,6 +45,7 @@ def follow(
     task_id: str = "",
     get_task: Callable[[str], Task] | None = None,
     deadline: float | None = None,
+    observe: Callable[[str, TaskState], None] | None = None,
 ) -> Iterator[StreamEvent]:
     machine = TaskStateMachine(task_id)
     seen: deque[str] = deque(maxlen=SEEN_IDS)
@@ -76,6 +77,8 @@ def follow(
                     machine.task_id = _task_id(event)
                 if state is not None:
                     machine.advance(state)
+                    if observe is not None:
+                        observe(machine.task_id, state)
                 if isinstance(event, Task):
                     if resumed and not item.id and event.raw == last_task_raw:
                         continue  # the re-subscription's snapshot of what was already seen

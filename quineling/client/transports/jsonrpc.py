@@ -69,7 +69,7 @@ class JsonRpcTransport(Transport):
     def _result(self, response: httpx.Response, http: HttpCall, rid: int) -> Any:
         status = response.status_code
         if status in (401, 403):
-            raise self.channel.http_error(response, http)
+            raise self.channel.http_error(response, http, _json_or_none(response))
         try:
             body = response.json()
         except ValueError:
@@ -115,3 +115,10 @@ def rpc_error(error: Any, op: str, redact: Any) -> AgentError:
     return AgentError(
         f"{op}: {reason}: {message}" if message else f"{op}: {reason}", reason=reason, a2a_code=code
     )
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None

@@ -105,7 +105,7 @@ class RestTransport(Transport):
     def _result(self, response: httpx.Response, http: HttpCall) -> Any:
         status = response.status_code
         if status in (401, 403):
-            raise self.channel.http_error(response, http)
+            raise self.channel.http_error(response, http, _json_or_none(response))
         if status == 204 or (status < 300 and not response.content):
             return {}
         try:
@@ -126,3 +126,10 @@ class RestTransport(Transport):
 
 def _a2a_error(body: Any) -> bool:
     return isinstance(body, dict) and isinstance(body.get("error"), dict)
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
