@@ -21,7 +21,8 @@ from typing import Any
 @dataclass
 class Agent:
     url: str
-    script: list[str]
+    script: list[str]  # task states; "MESSAGE" first: SendMessage answers with a direct Message instead
+    card_extra: dict[str, Any] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     step: int = 0
 
@@ -37,8 +38,8 @@ def _task(agent: Agent, state: str) -> dict[str, Any]:
 
 
 @contextmanager
-def scripted_agent(script: list[str]) -> Iterator[Agent]:
-    agent = Agent("", script)
+def scripted_agent(script: list[str], **card_extra: Any) -> Iterator[Agent]:
+    agent = Agent("", script, card_extra)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_: object) -> None:
@@ -62,14 +63,20 @@ def scripted_agent(script: list[str]) -> Iterator[Agent]:
                 "capabilities": {"streaming": False, "pushNotifications": False},
                 "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
                 "skills": [{"id": "s", "name": "s", "description": "s", "tags": ["t"]}],
+                **agent.card_extra,
             })  # fmt: skip
 
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             method = body.get("method")
             agent.requests.append({"method": method, "version": self.headers.get("A2A-Version"),
-                                   "params": body.get("params"), "at": time.monotonic()})  # fmt: skip
-            if method == "SendMessage":
+                                   "params": body.get("params"), "at": time.monotonic(),
+                                   "headers": dict(self.headers.items())})  # fmt: skip
+            if method == "SendMessage" and agent.script[0] == "MESSAGE":
+                result = {
+                    "message": {"messageId": "m-1", "role": "ROLE_AGENT", "parts": [{"text": "hello back"}]}
+                }
+            elif method == "SendMessage":
                 result: dict[str, Any] = {"task": _task(agent, agent.script[0])}
             elif method == "GetTask":
                 agent.step = min(agent.step + 1, len(agent.script) - 1)

@@ -179,7 +179,7 @@ def test_stream_is_jsonl_ending_with_the_terminal_event(q: Q) -> None:
 
 
 def test_task_get_wait_history_and_download(q: Q, tmp_path: Path) -> None:
-    """TASK_GET_001, TASK_POLL_001, DOWNLOAD_001."""
+    """TASK_GET_001, TASK_POLL_001, DOWNLOAD_001, DEFAULT_001 (concise detail)."""
     task = q("send", SQUARE_SUM, "-o", "json").json()["task"]
     got = q("task", "get", task["id"], "-o", "json").json()
     assert got["id"] == task["id"] and got["artifacts"] == task["artifacts"] and got["history"]

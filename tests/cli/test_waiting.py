@@ -103,3 +103,50 @@ def test_interrupt_keeps_the_task_id(tmp_path: Path) -> None:
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130 and "waiting: task task-1 (context ctx-1)" in err and out == ""
+
+
+def test_parts_travel_in_order_with_their_media_types(tmp_path: Path) -> None:
+    """SEND_005, SEND_006, INTERACT_003 (no invented ids), AUTH_001 (an API key where the card's scheme says)."""
+    blob = tmp_path / "notes.bin"
+    blob.write_bytes(b"\x00\x01")
+    scheme = {
+        "securitySchemes": {"key": {"apiKeySecurityScheme": {"location": "header", "name": "X-Agent-Key"}}}
+    }
+    with scripted_agent(["TASK_STATE_COMPLETED"], **scheme) as agent:
+        sent = cli("send", "first", "--text", "second", "--media-type", "text/markdown", "--file", str(blob),
+                   "--media-type", "application/x-notes", "--data", "-", "--file", "https://example.com/a.pdf",
+                   "-a", agent.url, cwd=tmp_path, env={**clean_env(tmp_path), "A2ACLI_API_KEY": "k-123"},
+                   stdin='{"n": 1}')  # fmt: skip
+    assert sent.code == 0, sent.err
+    (request,) = agent.methods("SendMessage")
+    message = request["params"]["message"]
+    assert message["parts"] == [
+        {"text": "first"},
+        {"text": "second", "mediaType": "text/markdown"},
+        {"raw": "AAE=", "filename": "notes.bin", "mediaType": "application/x-notes"},
+        {"data": {"n": 1}},
+        {"url": "https://example.com/a.pdf", "filename": "a.pdf", "mediaType": "application/pdf"},
+    ]
+    assert "taskId" not in message and "contextId" not in message and message["role"] == "ROLE_USER"
+    assert request["headers"].get("X-Agent-Key") == "k-123"
+
+
+def test_a_message_reply_and_a_card_without_streaming(tmp_path: Path) -> None:
+    """SEND_003: a direct Message exits 0 (also under --stream, as one JSONL line); no streaming on the card
+    falls back to a blocking send rather than hanging."""
+    with scripted_agent(["MESSAGE"]) as agent:
+        reply = cli("send", "hi", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path))
+        streamed = cli(
+            "send", "hi", "--stream", "-o", "json", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path)
+        )
+    assert reply.code == 0 and reply.fields()["Message-Id"] == "m-1" and "hello back" in reply.out
+    assert streamed.code == 0 and streamed.lines() == [
+        {"message": {"messageId": "m-1", "role": "ROLE_AGENT", "parts": [{"text": "hello back"}]}}
+    ]
+    assert "declares no streaming" in streamed.err
+    with scripted_agent(["TASK_STATE_COMPLETED"]) as agent:
+        one = cli(
+            "send", "hi", "--stream", "-o", "json", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path)
+        )
+    assert one.code == 0 and [next(iter(line)) for line in one.lines()] == ["task"]
+    assert list(tmp_path.iterdir()) == []  # INTERACT_005: nothing written, no state kept between runs
