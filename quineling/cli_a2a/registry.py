@@ -9,7 +9,7 @@ import os
 import time
 from typing import Any
 
-from quineling.cli_a2a.agent import card_reference, client_errors
+from quineling.cli_a2a.agent import WELL_KNOWN, card_reference, client_errors
 from quineling.cli_a2a.commands import Session
 from quineling.cli_a2a.errors import CliError, usage
 from quineling.client import AgentRegistry, Credentials, RetryPolicy
@@ -30,6 +30,12 @@ def _registry(session: Session) -> AgentRegistry:
             credentials=Credentials(bearer=settings["bearer"], api_key=settings["api_key"]),
             insecure=settings["insecure"],
         )
+
+
+def _key(ref: str) -> str:
+    """One spelling per agent: ``host``, ``http://host`` and its well-known card URL all name its origin."""
+    url = card_reference(ref)
+    return url.removesuffix(WELL_KNOWN) if url.endswith(WELL_KNOWN) else url
 
 
 def _when(stamp: float | None) -> str:
@@ -75,7 +81,7 @@ def _doc(agent: Any) -> dict[str, Any]:
 def agents_add(session: Session, args: argparse.Namespace) -> int:
     registry = _registry(session)
     with client_errors(settings=session.settings, card=True):
-        agent = registry.register(card_reference(args.ref))
+        agent = registry.register(_key(args.ref))
     _show(session, [agent])
     return 0
 
@@ -91,11 +97,12 @@ def agents_list(session: Session, args: argparse.Namespace) -> int:
 def agents_check(session: Session, args: argparse.Namespace) -> int:
     registry = _registry(session)
     with client_errors(settings=session.settings):
-        if args.ref is not None and registry.get(args.ref) is None:
+        ref = None if args.ref is None else _key(args.ref)
+        if ref is not None and registry.get(ref) is None:
             raise CliError(
                 "A2ACLI_ERR_CARD_NOT_FOUND", f"{args.ref} is not a known agent", hint="quineling agents list"
             )
-        agents = registry.check(args.ref)
+        agents = registry.check(ref)
     _show(session, agents)
     return 0
 
@@ -103,7 +110,7 @@ def agents_check(session: Session, args: argparse.Namespace) -> int:
 def agents_remove(session: Session, args: argparse.Namespace) -> int:
     registry = _registry(session)
     with client_errors(settings=session.settings):
-        removed = registry.remove(args.ref)
+        removed = registry.remove(_key(args.ref))
     if not removed:
         raise CliError(
             "A2ACLI_ERR_CARD_NOT_FOUND", f"{args.ref} is not a known agent", hint="quineling agents list"

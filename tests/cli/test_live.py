@@ -4,6 +4,7 @@ script runs it. Each test names the official CLI requirement IDs it backs (docs/
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -367,3 +368,35 @@ def test_quineling_shortcuts_print_the_result(q: Q, tmp_path: Path) -> None:
     assert text.code == 0 and text.fields()["State"] == "TASK_STATE_COMPLETED" and '"total": 29' in text.out
     missing = q("op", "inspect", "--field", "artifactId=sha256:" + "0" * 64, "-o", "json")
     assert missing.code == 1 and missing.json()["error"]["code"] == "QUINELING_NOT_FOUND"
+
+
+@pytest.mark.redis
+def test_agents_registry_in_the_shared_store(q: Q, server: LiveServer) -> None:
+    """Quineling extras: agents add|list|check|remove, kept in Redis (QUINELING_STORE_URL)."""
+    redis_url = os.environ.get("QUINELING_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("QUINELING_TEST_REDIS_URL is not set")
+    store = {"QUINELING_STORE_URL": redis_url}
+    refused = q("agents", "list", agent=None)
+    assert refused.code == 2 and "QUINELING_STORE_URL" in refused.err
+    added = q("agents", "add", server.base_url, agent=None, **store)
+    assert added.code == 0 and added.fields()["Name"] == "Quineling", added.err
+    try:
+        listed = q("agents", "list", "--skill", "ranch", "-o", "json", agent=None, **store).json()["agents"]
+        assert server.base_url in [a["url"] for a in listed]
+        assert (
+            q("agents", "list", "--skill", "no-such-skill", "-o", "json", agent=None, **store).json()[
+                "agents"
+            ]
+            == []
+        )
+        checked = q("agents", "check", server.base_url, "-o", "json", agent=None, **store).json()["agents"]
+        assert (
+            checked[0]["health"] == "healthy"
+            and checked[0]["lastSeen"]
+            and checked[0]["latencyMs"] is not None
+        )
+    finally:
+        removed = q("agents", "remove", server.base_url, agent=None, **store)
+    assert removed.code == 0
+    assert q("agents", "remove", server.base_url, agent=None, **store).code == 3

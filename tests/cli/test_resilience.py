@@ -78,3 +78,41 @@ def test_get_task_is_retried_on_503_as_configured(
         assert got.json()["id"] == "t1"
     else:
         assert got.json()["error"]["code"] == "A2ACLI_ERR_UNREACHABLE"
+
+
+def test_push_config_create_get_list_delete(tmp_path: Path) -> None:
+    """PUSH_001 on an agent whose card declares push notifications (the fault server answers each call)."""
+    base: list[str] = [""]
+    seen: list[tuple[str, object]] = []
+    config = {"taskId": "t1", "id": "cfg-1", "url": "https://example.com/hook", "token": "tok"}
+
+    def handle(request: Request) -> Reply:
+        if request.path == WELL_KNOWN:
+            return Reply(body=card_for(base[0], push=True))
+        method = request.body["method"]
+        seen.append((method, request.body["params"]))
+        if method == "ListTaskPushNotificationConfigs":
+            return rpc_result(request, {"configs": [config]})
+        if method == "DeleteTaskPushNotificationConfig":
+            return rpc_result(request, {})
+        return rpc_result(request, config)
+
+    with fault_server(handle) as live:
+        base[0] = live.base
+        env, a = clean_env(tmp_path), ["-a", live.base]
+        created = cli("task", "push-config", "create", "t1", "--url", config["url"], "--token", "tok",
+                      "--config-id", "cfg-1", *a, cwd=tmp_path, env=env)  # fmt: skip
+        got = cli("task", "push-config", "get", "t1", "cfg-1", "-o", "json", *a, cwd=tmp_path, env=env)
+        listed = cli("task", "push-config", "list", "t1", "-o", "json", *a, cwd=tmp_path, env=env)
+        deleted = cli("task", "push-config", "delete", "t1", "cfg-1", *a, cwd=tmp_path, env=env)
+    assert created.code == 0 and created.fields()["Config-Id"] == "cfg-1" and "tok" not in created.out
+    assert got.code == 0 and got.json() == config
+    assert listed.code == 0 and listed.json() == {"configs": [config]}
+    assert deleted.code == 0 and deleted.fields()["Deleted"] == "cfg-1"
+    assert [method for method, _ in seen] == [
+        "CreateTaskPushNotificationConfig",
+        "GetTaskPushNotificationConfig",
+        "ListTaskPushNotificationConfigs",
+        "DeleteTaskPushNotificationConfig",
+    ]
+    assert seen[0][1] == {"taskId": "t1", "url": "https://example.com/hook", "id": "cfg-1", "token": "tok"}
