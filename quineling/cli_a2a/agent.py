@@ -212,7 +212,7 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
     """A client for ``-a``: the card fetched, validated and an interface chosen."""
     ref = card_reference(settings["agent_card"])
     timeout = settings["timeout"] or 3600.0
-    read = max(30.0, wait_seconds or 0.0)
+    read = max(30.0, wait_seconds or 3600.0)  # a blocking send may take as long as the wait allows
     retries = 0 if settings["no_retry"] else settings["retries"]
     if settings["insecure"]:
         sys.stderr.write("WARNING: --insecure: TLS certificates are NOT verified (development only)\n")
