@@ -110,11 +110,11 @@ def _interfaces(card: JSONDict, base: str) -> list[Interface]:
     add(card.get("url"), card.get("preferredTransport"), version)
     extra = card.get("additionalInterfaces")
     for entry in extra if isinstance(extra, list) else []:
-        if isinstance(entry, dict):
-            candidate = Interface(_s(entry.get("url")), _s(entry.get("transport")) or "JSONRPC", version)
-            if candidate.url and all((i.url, i.protocol_binding) != (candidate.url, candidate.protocol_binding)
-                                     for i in found):  # fmt: skip
-                add(candidate.url, candidate.protocol_binding, version)
+        if isinstance(entry, dict) and _s(entry.get("url")):
+            url = urljoin(base, _s(entry["url"])) if base else _s(entry["url"])
+            binding = _s(entry.get("transport")) or "JSONRPC"
+            if all((i.url, i.protocol_binding) != (url, binding) for i in found):
+                found.append(Interface(url, binding, version))
     return found
 
 

@@ -117,7 +117,7 @@ class A2AClient:
         self._index = 0
         self._confirmed = False
         self.transport = _transport(self.channel, found[0])
-        self._states: OrderedDict[str, TaskState] = OrderedDict()
+        self._states: OrderedDict[str, tuple[TaskState, float]] = OrderedDict()
         self._states_lock = threading.Lock()
 
     @classmethod
@@ -206,22 +206,33 @@ class A2AClient:
 
         return open_stream
 
-    def observe(self, task_id: str, state: TaskState) -> None:
-        """Check ``state`` against the last state this client saw for the task (on any stream, poll or answer)
-        and remember it: an illegal transition raises :class:`ProtocolError` naming both states."""
+    def observe(self, task_id: str, state: TaskState, sent_at: float | None = None) -> None:
+        """Check ``state``, from an answer to a request sent at ``sent_at`` (``time.monotonic()``), against the
+        last state this client saw for the task *before* that request went out — an answer that arrived earlier
+        is older, so the new one must follow from it; an illegal transition raises :class:`ProtocolError` naming
+        both states. ``sent_at=None`` only records (a stream's events, validated by the stream's own machine)."""
         if not task_id or state is TaskState.UNSPECIFIED:
             return
         with self._states_lock:
-            machine = TaskStateMachine(task_id, self._states.get(task_id))
-            machine.advance(state)
-            self._states[task_id] = state
+            if sent_at is not None:
+                TaskStateMachine(task_id, self._known(task_id, sent_at)).advance(state)
+            self._states[task_id] = (state, time.monotonic())
             self._states.move_to_end(task_id)
             while len(self._states) > TRACKED_TASKS:
                 self._states.popitem(last=False)
 
-    def _task(self, raw: Any) -> Task:
+    def _known(self, task_id: str, before: float) -> TaskState | None:
+        entry = self._states.get(task_id)
+        return entry[0] if entry is not None and entry[1] <= before else None
+
+    def known_state(self, task_id: str) -> TaskState | None:
+        """The last state this client saw for the task (None: never seen, or forgotten)."""
+        with self._states_lock:
+            return self._known(task_id, time.monotonic())
+
+    def _task(self, raw: Any, sent_at: float) -> Task:
         task = Task.parse(raw)
-        self.observe(task.id, task.state)
+        self.observe(task.id, task.state, sent_at)
         return task
 
     # --- operations ----------------------------------------------------------------------------------------
@@ -262,9 +273,10 @@ class A2AClient:
     ) -> Task | Message:
         params = self._send_params(message, return_immediately=return_immediately, history_length=history_length,
                                    accepted_output_modes=accepted_output_modes, metadata=metadata)  # fmt: skip
+        sent_at = time.monotonic()
         result = parse_send_response(self._call("SendMessage", params, idempotency_key=idempotency_key))
         if isinstance(result, Task):
-            self.observe(result.id, result.state)
+            self.observe(result.id, result.state, sent_at)
         return result
 
     def stream(
@@ -292,13 +304,15 @@ class A2AClient:
         if not self.card.streaming:
             raise not_supported("SubscribeToTask", "streaming", -32004)
         return follow(self._open(None), "SubscribeToTask", {"id": task_id}, retry=self.retry, resume=resume,
-                      task_id=task_id, get_task=self.get_task, deadline=deadline, observe=self.observe)  # fmt: skip
+                      task_id=task_id, get_task=self.get_task, deadline=deadline, observe=self.observe,
+                      initial=self.known_state(task_id))  # fmt: skip
 
     def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
         params: JSONDict = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
-        return self._task(self._call("GetTask", params))
+        sent_at = time.monotonic()
+        return self._task(self._call("GetTask", params), sent_at)
 
     def list_page(
         self,
@@ -337,7 +351,8 @@ class A2AClient:
 
     def cancel(self, task_id: str, *, metadata: JSONDict | None = None) -> Task:
         params: JSONDict = {"id": task_id, **({"metadata": metadata} if metadata else {})}
-        return self._task(self._call("CancelTask", params))
+        sent_at = time.monotonic()
+        return self._task(self._call("CancelTask", params), sent_at)
 
     # --- push notification configs: refused locally when the card says the agent has none --------------
 

@@ -46,8 +46,11 @@ def follow(
     get_task: Callable[[str], Task] | None = None,
     deadline: float | None = None,
     observe: Callable[[str, TaskState], None] | None = None,
+    initial: TaskState | None = None,
 ) -> Iterator[StreamEvent]:
-    machine = TaskStateMachine(task_id)
+    """``initial``: the task's state as known before the stream opened (the stream must follow from it);
+    ``observe`` is told every state seen."""
+    machine = TaskStateMachine(task_id, initial)
     seen: deque[str] = deque(maxlen=SEEN_IDS)
     seen_set: set[str] = set()
     last_id: str | None = None

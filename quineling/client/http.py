@@ -144,7 +144,8 @@ class Channel:
                 if wait is None:
                     raise error from None
             else:
-                self.latency.record(self.agent, time.monotonic() - started)
+                if not call.stream:  # a stream's latency is its first event's (see events())
+                    self.latency.record(self.agent, time.monotonic() - started)
                 status = response.status_code
                 if status >= 500 or status == 429:
                     self.breaker.failure(self.agent)

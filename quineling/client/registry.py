@@ -104,11 +104,11 @@ class AgentRegistry:
             "skills": [s.id for s in card.skills], "card": card.raw, "health": "healthy", "registered_at": now,
             "last_seen": now, "last_checked": now, "latency_ms": latency, "ready": None, "last_error": None,
         }  # fmt: skip
-        self.state.update(
+        stored = self.state.update(
             self._key(key_url), lambda current: {**doc, "registered_at": (current or doc)["registered_at"]}
         )
         self.state.update(INDEX, lambda idx: _with(idx, key_url))
-        return RegisteredAgent.of(doc)
+        return RegisteredAgent.of(stored or doc)
 
     def urls(self) -> builtins.list[str]:
         index = self.state.get(INDEX) or {}

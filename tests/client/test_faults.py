@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -152,7 +153,10 @@ def test_a_refused_connection_is_retried_even_for_a_send(
     tmp_path: Any, fast_retry: Any, delays: list[float], state: SharedState
 ) -> None:
     card = tmp_path / "card.json"
-    card.write_text(json.dumps(card_for("http://127.0.0.1:9")))  # discard port: nothing listens
+    with socket.socket() as sock:  # a port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    card.write_text(json.dumps(card_for(f"http://127.0.0.1:{port}")))
     with (
         A2AClient.connect(
             card, retry=fast_retry(), shared_state=state, timeouts=Timeouts(connect=1)
@@ -550,3 +554,30 @@ def test_push_config_calls_go_out_when_the_card_offers_them(make: Any) -> None:
     assert client.set_push_config("t1", "https://hook", config_id="c1")["id"] == "c1"
     assert rpc_ops(live.requests[-1]) == "CreateTaskPushNotificationConfig"
     assert live.requests[-1].body["params"] == {"taskId": "t1", "url": "https://hook", "id": "c1"}
+
+
+def test_delegate_polls_until_its_deadline(make: Any) -> None:
+    def rpc(request: Request) -> Reply:
+        if rpc_ops(request) == "SendMessage":
+            assert request.body["params"]["configuration"] == {"returnImmediately": True}
+            return rpc_result(request, {"task": task("t1", "TASK_STATE_SUBMITTED")})
+        return rpc_result(request, task("t1", "TASK_STATE_WORKING"))
+
+    live, client = make(rpc, streaming=False)
+    started = time.monotonic()
+    result = client.delegate("go", timeout=1.2)
+    assert result.outcome == "timeout" and result.task is not None and result.task.state.short == "working"
+    assert 1.2 <= time.monotonic() - started < 2.5
+    assert live.count(lambda r: rpc_ops(r) == "GetTask") >= 1  # polled at 0.5 s, then 0.75 s later
+
+
+def test_delegate_on_a_silent_stream_ends_at_its_deadline(make: Any) -> None:
+    def rpc(request: Request) -> Reply:
+        if rpc_ops(request) == "SendStreamingMessage":
+            return Reply(hang=True)
+        return rpc_result(request, task("t1", "TASK_STATE_WORKING"))
+
+    _live, client = make(rpc, client={"retry": RetryPolicy.none()})
+    started = time.monotonic()
+    result = client.delegate("go", timeout=0.5)
+    assert result.outcome == "timeout" and time.monotonic() - started < 2

@@ -48,7 +48,8 @@ def _agent(command: list[str], cwd: Path, timeout: float = 30) -> Iterator[str]:
                 ready.set()
         ready.set()
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     deadline = time.monotonic() + timeout
     try:
         while not ready.wait(0.1):
@@ -64,6 +65,9 @@ def _agent(command: list[str], cwd: Path, timeout: float = 30) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        reader.join(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @contextmanager
