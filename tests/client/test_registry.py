@@ -3,8 +3,11 @@ Redis URL stand for two processes or hosts)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +27,7 @@ from tests.conftest import REDIS_URL, needs_redis
 from tests.support.redis_keys import delete_under
 
 WELL_KNOWN = "/.well-known/agent-card.json"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def agent_server(ready: dict[str, int], **card: Any) -> Any:
@@ -110,6 +114,7 @@ def redis_state() -> Iterator[Any]:
         made.append(state)
         return state
 
+    make.prefix = prefix  # type: ignore[attr-defined]
     yield make
     for state in made:
         state.store.close()
@@ -141,3 +146,19 @@ def test_the_breaker_is_shared_through_redis(redis_state: Any) -> None:
         there.before("https://agent")
     there.reset("https://agent")
     here.before("https://agent")
+
+
+@needs_redis
+@pytest.mark.redis
+def test_a_breaker_opened_by_another_process_is_open_here(redis_state: Any) -> None:
+    here = CircuitBreaker(redis_state())
+    script = (
+        "import sys; from quineling.client import CircuitBreaker, SharedState; "
+        "b = CircuitBreaker(SharedState.from_url(sys.argv[1], prefix=sys.argv[2])); "
+        "[b.failure('https://agent') for _ in range(5)]"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, REDIS_URL, redis_state.prefix], check=True, cwd=ROOT, timeout=60
+    )
+    with pytest.raises(AgentUnreachable, match="circuit breaker"):
+        here.before("https://agent")
