@@ -1,4 +1,6 @@
-"""``quineling`` command: ``quineling serve`` runs the A2A app under gunicorn (gevent workers by default,
+"""``quineling`` command. Calling agents — ``card``, ``send``, ``task``, ``config``, ``help`` and the rest of the
+A2A CLI grammar (docs/cli.md) — is :mod:`quineling.cli_a2a`; this module keeps the operator commands:
+``quineling serve`` runs the A2A app under gunicorn (gevent workers by default,
 ``QUINELING_WORKER_CLASS``) on 127.0.0.1:8049 by default; ``QUINELING_A2A_PORT`` / ``--port`` change the
 port. ``quineling store usage`` and ``quineling store reset`` are for operators
 (:mod:`quineling.store_admin`); ``quineling keys add|list|revoke`` edit the API keys file (docs/security.md)."""
@@ -136,8 +138,18 @@ def keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
+OPERATOR_COMMANDS = ("serve", "store", "keys")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="quineling", description="Quineling A2A agent")
+    words = sys.argv[1:] if argv is None else argv
+    if not words or words[0] not in OPERATOR_COMMANDS:
+        # Imported here, not at the top: `quineling serve` is a gunicorn master and must not load the HTTP
+        # client (and ssl) before gevent patches its workers.
+        from quineling.cli_a2a import main as a2a_main
+
+        return a2a_main(words)
+    parser = argparse.ArgumentParser(prog="quineling", description="Quineling A2A agent: operator commands")
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cmd = commands.add_parser("serve", help="serve A2A (default 127.0.0.1:8049)")
     serve_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_A2A_PORT")
@@ -156,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("name", metavar="NAME", help="principal name: 1 to 64 of A-Z a-z 0-9 . _ -")
         sub.add_argument("--file", default=None, help="keys file (default: QUINELING_AUTH_KEYS_FILE)")
         sub.set_defaults(handler=handler)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     return int(args.handler(args))
 
 

@@ -1,0 +1,296 @@
+"""The one place the CLI meets :mod:`quineling.client`: connecting with the effective settings, and turning
+the client's errors into the CLI's envelope (A2A error names for the agent's errors, ``A2ACLI_ERR_*`` for the
+rest, with matching exit codes)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from quineling.cli_a2a import errors
+from quineling.cli_a2a.errors import CliError, usage
+from quineling.cli_a2a.settings import Settings
+from quineling.client import (
+    A2AClient,
+    A2AClientError,
+    AgentError,
+    AgentUnreachable,
+    AuthenticationFailed,
+    CardError,
+    ClientTimeout,
+    Credentials,
+    RetryPolicy,
+    Timeouts,
+)
+
+WELL_KNOWN = "/.well-known/agent-card.json"
+BINDINGS = {
+    "jsonrpc": "JSONRPC",
+    "json-rpc": "JSONRPC",
+    "http+json": "HTTP+JSON",
+    "http-json": "HTTP+JSON",
+    "rest": "HTTP+JSON",
+    "grpc": "GRPC",
+}
+# ErrorInfo reasons (what the client reports) and the A2A error names the envelope carries.
+A2A_NAMES = {
+    "TASK_NOT_FOUND": "TaskNotFoundError",
+    "TASK_NOT_CANCELABLE": "TaskNotCancelableError",
+    "PUSH_NOTIFICATION_NOT_SUPPORTED": "PushNotificationNotSupportedError",
+    "UNSUPPORTED_OPERATION": "UnsupportedOperationError",
+    "CONTENT_TYPE_NOT_SUPPORTED": "ContentTypeNotSupportedError",
+    "INVALID_AGENT_RESPONSE": "InvalidAgentResponseError",
+    "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "ExtendedAgentCardNotConfiguredError",
+    "EXTENSION_SUPPORT_REQUIRED": "ExtensionSupportRequiredError",
+    "VERSION_NOT_SUPPORTED": "VersionNotSupportedError",
+    "PARSE_ERROR": "JSONParseError",
+    "INVALID_REQUEST": "InvalidRequestError",
+    "METHOD_NOT_FOUND": "MethodNotFoundError",
+    "INVALID_PARAMS": "InvalidParamsError",
+    "INVALID_ARGUMENT": "InvalidParamsError",
+    "INTERNAL_ERROR": "InternalError",
+}
+DEBUG_HINT = "rerun with --debug to see the protocol exchange"
+
+
+def card_reference(ref: str | None) -> str:
+    """``-a``: ``file://…`` or an existing path is a file; a URL with a path is the card's URL; a bare host or
+    origin gets the well-known path. A bare host is https, except loopback names, which are http."""
+    if not ref:
+        raise usage(
+            "no agent: give -a/--agent-card REF or set A2ACLI_AGENT_CARD",
+            hint="example: quineling card get -a http://127.0.0.1:8049",
+        )
+    path = Path(urlsplit(ref).path) if ref.startswith("file://") else Path(ref)
+    if (
+        ref.startswith("file://")
+        or "://" not in ref
+        and (path.exists() or ref.endswith(".json") and "/" in ref)
+    ):
+        if not path.is_file():
+            raise CliError(
+                errors.CARD_NOT_FOUND, f"no agent card file at {path}", hint="check -a/--agent-card"
+            )
+        return str(path)
+    url = ref if "://" in ref else f"{'http' if _loopback(ref) else 'https'}://{ref}"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise usage(f"-a/--agent-card: {ref!r} is neither a card file nor an http(s) host or URL")
+    if parts.path in ("", "/"):
+        return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}"
+    return url
+
+
+def _loopback(ref: str) -> bool:
+    host = urlsplit(f"//{ref}").hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bindings(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    chosen = []
+    for token in tokens:
+        binding = BINDINGS.get(token.lower())
+        if binding is None:
+            raise usage(f"--transport: {token!r} is not a binding (JSONRPC, HTTP+JSON or GRPC)")
+        if binding not in chosen:
+            chosen.append(binding)
+    return tuple(chosen)
+
+
+def service_params(items: tuple[str, ...]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        key = key.strip()
+        if not sep or not key or any(c in key for c in ' \t()<>@,;:\\"/[]?={}') or not key.isascii():
+            raise usage(f"--svc-param: {item!r} is not KEY:VALUE with an HTTP header name as KEY")
+        if key.lower() == "a2a-version":
+            raise usage("--svc-param: A2A-Version is set by --a2a-version")
+        params[key] = value.strip()
+    return params
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    found = [settings["bearer"], settings["api_key"], *service_params(settings["svc_param"]).values()]
+    return [value for value in found if value]
+
+
+class Redactor(logging.Filter):
+    """Replaces every credential value in a diagnostic, whatever the log level or flag."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if len(s) >= 1}, key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self.scrub(record.getMessage())
+        record.args = None
+        return True
+
+
+def configure_debug(settings: Settings) -> None:
+    """``--debug``: the client's diagnostics and raw wire on stderr, credentials redacted."""
+    if not settings["debug"]:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(Redactor(secrets_of(settings)))
+    handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
+    for name in ("quineling.client", "quineling.cli"):
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(handler)
+
+
+wire = logging.getLogger("quineling.cli.wire")
+_SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+
+
+def _headers(headers: Any) -> str:
+    return ", ".join(
+        f"{k}: {'[redacted]' if k.lower() in _SECRET_HEADERS else v}" for k, v in headers.items()
+    )
+
+
+def attach_wire_log(client: Any) -> None:
+    """``--debug`` at Tier 2: every request and every non-streamed answer, headers and body, on stderr through
+    the redacting handler. (The card fetch precedes this; the card itself is what ``card get`` prints.)"""
+    if not wire.isEnabledFor(logging.DEBUG):
+        return
+
+    def on_request(request: Any) -> None:
+        wire.debug(
+            "> %s %s\n> %s\n> %s",
+            request.method,
+            request.url,
+            _headers(request.headers),
+            request.content.decode("utf-8", "replace") if request.content else "",
+        )
+
+    def on_response(response: Any) -> None:
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        body = (
+            "(event stream: events follow as output)"
+            if streamed
+            else response.read().decode("utf-8", "replace")
+        )
+        wire.debug(
+            "< %s %s\n< %s\n< %s",
+            response.status_code,
+            response.request.url,
+            _headers(response.headers),
+            body,
+        )
+
+    client.channel.client.event_hooks = {"request": [on_request], "response": [on_response]}
+
+
+def asked_version(settings: Settings) -> str | None:
+    """``--a2a-version``: 1.0 (the default, the highest this tool speaks), or 0.3 by explicit opt-in only."""
+    asked: str | None = settings["a2a_version"]
+    if asked is not None and asked not in ("1.0", "0.3"):
+        raise usage(f"--a2a-version: {asked!r} is not a version this tool speaks (1.0, or 0.3 by opt-in)")
+    return asked
+
+
+def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
+    """A client for ``-a``: the card fetched, validated and an interface chosen."""
+    ref = card_reference(settings["agent_card"])
+    timeout = settings["timeout"] or 3600.0
+    read = max(30.0, wait_seconds or 3600.0)  # a blocking send may take as long as the wait allows
+    retries = 0 if settings["no_retry"] else settings["retries"]
+    if settings["insecure"]:
+        sys.stderr.write("WARNING: --insecure: TLS certificates are NOT verified (development only)\n")
+        if settings["bearer"] or settings["api_key"]:
+            sys.stderr.write(
+                "WARNING: --insecure: your credentials go to a server whose identity is NOT verified\n"
+            )
+    asked = asked_version(settings)
+    with client_errors(card=True, settings=settings):
+        client = A2AClient.connect(
+            ref,
+            transports=bindings(settings["transport"]) or None,
+            allow_v03=asked == "0.3",
+            credentials=Credentials(bearer=settings["bearer"], api_key=settings["api_key"]),
+            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout),
+            retry=RetryPolicy(retries=retries),
+            insecure=settings["insecure"],
+            headers=service_params(settings["svc_param"]),
+        )
+    attach_wire_log(client)
+    chosen = client.interface.protocol_version
+    if asked is not None and chosen != asked:
+        # Never a silent change of version: the caller asked for one and the agent (or client) chose another.
+        offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in client.card.interfaces)
+        client.close()
+        raise CliError(
+            "VersionNotSupportedError",
+            f"--a2a-version {asked}: no usable interface at {asked} "
+            f"(the card offers {offered}; {chosen} would be used)",
+            hint="drop --a2a-version to use the highest version both sides speak",
+        )
+    return client
+
+
+@contextmanager
+def client_errors(*, settings: Settings, card: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except A2AClientError as exc:
+        raise translate(exc, settings=settings, card=card) from exc
+
+
+def translate(exc: A2AClientError, *, settings: Settings, card: bool = False) -> CliError:
+    message, hint = exc.message, exc.hint
+    if card and isinstance(exc, AgentError) and exc.reason.startswith("HTTP "):
+        # No card where the reference points (404, a server error): the reference did not resolve.
+        return CliError(
+            errors.CARD_NOT_FOUND, message, hint=hint or "check -a/--agent-card", a2a_code=exc.a2a_code
+        )
+    if isinstance(exc, AgentError):
+        name = A2A_NAMES.get(exc.reason, exc.reason if exc.reason.endswith("Error") else "")
+        if not name:
+            return CliError(errors.INTERNAL, message, hint=hint or DEBUG_HINT, a2a_code=exc.a2a_code)
+        return CliError(name, message, hint=hint or DEBUG_HINT, a2a_code=exc.a2a_code)
+    if isinstance(exc, AuthenticationFailed):
+        given = bool(settings["bearer"] or settings["api_key"])
+        code = errors.AUTH_FAILED if given else errors.CREDENTIALS_MISSING
+        hint = hint or (
+            "check the token or key"
+            if given
+            else "give --bearer TOKEN or --api-key KEY (or A2ACLI_BEARER / A2ACLI_API_KEY)"
+        )
+        return CliError(code, message, hint=hint, a2a_code=exc.a2a_code)
+    if isinstance(exc, ClientTimeout):
+        return CliError(errors.TIMEOUT, message, hint=hint or "raise --timeout", a2a_code=exc.a2a_code)
+    if isinstance(exc, AgentUnreachable):
+        code = errors.CARD_NOT_FOUND if card else errors.UNREACHABLE
+        return CliError(
+            code,
+            message,
+            hint=hint or "check -a/--agent-card and that the agent is up",
+            a2a_code=exc.a2a_code,
+        )
+    if isinstance(exc, CardError):
+        return CliError(errors.CARD_INVALID, message, hint=hint, a2a_code=exc.a2a_code)
+    return CliError(
+        errors.INTERNAL if card else "InvalidAgentResponseError",
+        message,
+        hint=hint or DEBUG_HINT,
+        a2a_code=exc.a2a_code,
+    )
