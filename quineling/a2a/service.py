@@ -17,10 +17,11 @@ other. What the loser of such a race gets is decided in :meth:`A2AService.cancel
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator
 
-from quineling.a2a import wire
+from quineling.a2a import event_ids, wire
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import (
     InternalError,
@@ -32,9 +33,11 @@ from quineling.a2a.errors import (
     UnsupportedOperationError,
     store_failure,
 )
+from quineling.a2a.event_ids import StreamEvent
 from quineling.a2a.executor import Dispatcher, Execution, Outcome, Pending, QuinelingExecutor
+from quineling.a2a.generations import generation_of, stamp_event, with_generation
 from quineling.a2a.model import new_id, normalize_message, present_task
-from quineling.a2a.subscription import StreamSettings, follow
+from quineling.a2a.subscription import NotResumable, StreamSettings, event_number, follow
 from quineling.runtime.errors import QuinelingError
 from stores.base import TaskQuery, TaskStore, TaskWrite, Versioned
 from stores.errors import InvalidCursor, ScopeLimitReached, StoreError, TaskConflict
@@ -79,9 +82,23 @@ class A2AService:
     def send_message_stream(self, params: JSON, ctx: CallContext) -> Iterator[JSON]:
         # The work is synchronous, so it runs (and fails) here, before the caller commits to a stream.
         execution, history_length = self._execute(params, ctx)
+        return iter(self._framed(ctx, execution, history_length))
+
+    def _framed(self, ctx: CallContext, execution: Execution, history_length: int | None) -> list[JSON]:
+        """A streaming send's events, each with its SSE id (docs/decisions-a2a.md, "Resumable streams"): the
+        events' own generations; a follow-up's opening snapshot gets the generation before its first event."""
         events = execution.stream()
+        task_id = execution.task["id"]
+        generation = generation_of(execution.task)
+        base = generation - len(execution.events)
+        cursors = list(range(base + 1, generation + 1))
+        if len(events) > len(execution.events):
+            cursors.insert(0, base)
         events[0] = {"task": present_task(events[0]["task"], history_length)}
-        return iter(events)
+        return [
+            StreamEvent(event, event_ids.encode(ctx.scope, task_id, cursor))
+            for event, cursor in zip(events, cursors, strict=True)
+        ]
 
     def _execute(self, params: JSON, ctx: CallContext) -> tuple[Execution, int | None]:
         params = wire.require_object(params, "params")
@@ -97,25 +114,29 @@ class A2AService:
             return self._follow_up(ctx, task_id, message), history_length
         pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
         try:
-            execution = self._dispatch_and_save(ctx, pending, 0)
+            execution = self._dispatch_and_save(ctx, pending, 0, 0)
         except TaskConflict:  # a fresh random id already taken: not expected to happen
             raise InternalError("Task storage already holds a task with the generated id; retry") from None
         return execution, history_length
 
-    def _dispatch_and_save(self, ctx: CallContext, pending: Pending, expect_version: int) -> Execution:
-        """Dispatch ``pending`` and save its task conditionally in the runtime's commit.
+    def _dispatch_and_save(
+        self, ctx: CallContext, pending: Pending, expect_version: int, generation: int
+    ) -> Execution:
+        """Dispatch ``pending`` and save its task conditionally in the runtime's commit; ``generation`` is the
+        task's as loaded (0 for a new one), and every change gets the next.
 
         :class:`TaskConflict` propagates (the caller decides; nothing of the request was committed then);
         other store failures become protocol errors."""
         if not pending.needs_dispatch:
-            self._save(ctx, pending.before, expect_version=expect_version)
-            return pending.before
+            before = _stamped(pending.before, generation)
+            self._save(ctx, before, expect_version=expect_version)
+            return before
         self._admit(ctx)
         finished: list[Execution] = []
 
         def attach(outcome: Outcome) -> TaskWrite:
             # Called again for each recomputed outcome: the last call is the write that was committed.
-            execution = pending.finish(outcome)
+            execution = _stamped(pending.finish(outcome), generation)
             finished.append(execution)
             return TaskWrite(
                 self.task_store, ctx.scope, execution.task, _logged(execution, expect_version), expect_version
@@ -147,7 +168,7 @@ class A2AService:
         for attempt in range(1, CONFLICT_ATTEMPTS + 1):
             pending = self.executor.prepare_resume(task, message)
             try:
-                return self._dispatch_and_save(ctx, pending, current.version)
+                return self._dispatch_and_save(ctx, pending, current.version, generation_of(task))
             except TaskConflict:
                 if attempt == CONFLICT_ATTEMPTS:
                     raise _concurrent_change(task_id, "kept changing") from None
@@ -239,7 +260,7 @@ class A2AService:
                 raise TaskNotCancelableError(
                     f"Task {task_id} is {state} and cannot be canceled", metadata={"taskId": task_id}
                 )
-            execution = self.executor.cancel(task)
+            execution = _stamped(self.executor.cancel(task), generation_of(task))
             try:
                 self._save(ctx, execution, expect_version=current.version)
             except TaskConflict:
@@ -255,30 +276,89 @@ class A2AService:
     ) -> Iterator[JSON | None]:
         """First event: the current task; then its later events until a terminal state.
 
+        With ``ctx.last_event_id`` (the ``Last-Event-ID`` header of a client resuming a cut stream) there is no
+        snapshot: the events after the one it names, exactly, also when the task has become terminal since
+        (then up to its terminal status); an id of another task, or one older than the retained event log,
+        is refused with :class:`~quineling.a2a.subscription.NotResumable` (docs/decisions-a2a.md,
+        "Resumable streams").
+
         With ``keepalive`` the iterator yields ``None`` (:data:`~quineling.a2a.subscription.KEEPALIVE`)
         when nothing happened for ``keepalive_seconds``, so an SSE writer can send a comment line.
         """
         params = wire.require_object(params, "params")
         task_id = _task_id(params)
-        # Position first, then snapshot: an event landing in between is sent twice, never lost.
-        try:
-            position = self.task_store.last_event_id(ctx.scope, task_id)
-        except StoreError as exc:
-            raise store_failure(exc) from exc
+        scope = ctx.scope
+
+        def frame(event: JSON, log_id: str) -> JSON:
+            return StreamEvent(event, event_ids.encode(scope, task_id, event_number(log_id)))
+
+        if ctx.last_event_id is not None:
+            return self._resume(ctx, task_id, ctx.last_event_id, frame, keepalive)
         task = self._load(ctx, task_id)
         if task["status"]["state"] in wire.TERMINAL:
             raise UnsupportedOperationError(
                 f"Task {task_id} is in terminal state {task['status']['state']}; nothing to subscribe to",
                 metadata={"taskId": task_id},
             )
-        return follow(
+        generation = generation_of(task)
+        if generation:  # the log's ids are generations: follow exactly from the snapshot's
+            position: str | None = f"{generation}-0"
+        else:  # a task stored before generations: position, then snapshot (an event between is sent twice)
+            try:
+                position = self.task_store.last_event_id(scope, task_id)
+            except StoreError as exc:
+                raise store_failure(exc) from exc
+            task = self._load(ctx, task_id)
+        opening = StreamEvent({"task": present_task(task)}, event_ids.encode(scope, task_id, generation))
+        following = follow(
             self.task_store,
-            ctx.scope,
-            task,
+            scope,
+            task_id,
             position,
             self.stream_settings,
             keepalive=keepalive,
             should_stop=ctx.should_stop,
+            frame=frame,
+            numbered=bool(generation),
+        )
+        return itertools.chain([opening], following)
+
+    def _resume(
+        self,
+        ctx: CallContext,
+        task_id: str,
+        last_event_id: str,
+        frame: Callable[[JSON, str], JSON],
+        keepalive: bool,
+    ) -> Iterator[JSON | None]:
+        """The events after ``last_event_id``'s, read eagerly far enough to refuse a gap before streaming."""
+        task = self._load(ctx, task_id)  # an unknown or another principal's task: TaskNotFound, as always
+        generation = generation_of(task)
+        cursor = event_ids.decode(last_event_id.strip(), ctx.scope, task_id)
+        if cursor is None or cursor > generation:
+            raise NotResumable(task_id, "it was not issued for this task")
+        position = f"{cursor}-0"
+        backlog = []
+        if cursor < generation:
+            try:
+                backlog = self.task_store.read_events(ctx.scope, task_id, position, 0)
+            except StoreError as exc:
+                raise store_failure(exc) from exc
+            if not backlog or event_number(backlog[0].event_id) != cursor + 1:
+                raise NotResumable(task_id, "it is older than the events this server keeps")
+        elif task["status"]["state"] in wire.TERMINAL:
+            return iter(())  # nothing was missed, and nothing more will come
+        return follow(
+            self.task_store,
+            ctx.scope,
+            task_id,
+            position,
+            self.stream_settings,
+            keepalive=keepalive,
+            should_stop=ctx.should_stop,
+            frame=frame,
+            backlog=backlog,
+            numbered=True,
         )
 
     # -- push notifications (capability off) ----------------------------------------------------------
@@ -364,10 +444,18 @@ def _concurrent_change(task_id: str, now: str, state: str | None = None) -> Inte
 
 
 def _logged(execution: Execution, expect_version: int) -> tuple[JSON, ...]:
-    """The events of a save that go into the task's event log.
+    """The events of a save that go into the task's event log: all of them, the first save's too, since
+    every change is an event whose log number is its generation, and a client whose streaming send was cut
+    resumes from the log (docs/decisions-a2a.md, "Resumable streams")."""
+    return tuple(execution.events)
 
-    A subscriber takes its log position and then the task snapshot (:meth:`A2AService.subscribe_to_task`),
-    and a snapshot only exists once the task's first save has committed. So the first save's events
-    (``expect_version`` 0) can never be read by anyone — the snapshot already holds them — and logging them
-    would only double the bytes of every new task. The log starts with the task's first later update."""
-    return () if expect_version == 0 else tuple(execution.events)
+
+def _stamped(execution: Execution, generation: int) -> Execution:
+    """``execution`` with generations: its events get ``generation + 1`` on, the task the last; a follow-up's
+    opening snapshot shows the state of its first event. Copies; the executor's objects stay as they were."""
+    events = [stamp_event(event, generation + i) for i, event in enumerate(execution.events, 1)]
+    newest = generation + len(events)
+    opening = execution.opening
+    if opening is not None:
+        opening = with_generation(opening, min(generation + 1, newest))
+    return Execution(with_generation(execution.task, newest), events, opening)
