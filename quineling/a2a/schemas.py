@@ -55,6 +55,10 @@ class SendMessageRequestSchema(_Request):
 
 class GetTaskQuerySchema(_Request):
     historyLength = _opt(fields.Integer, metadata=_HISTORY)
+    currentGeneration = _opt(
+        fields.Integer,
+        metadata={"description": "Long-poll: answer once the task's generation is above this (at most 30 s)"},
+    )
     tenant = _opt(fields.String, metadata=_TENANT)
 
 
