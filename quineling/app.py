@@ -26,6 +26,7 @@ from quineling.a2a.endpoints import (
     under,
 )
 from quineling.a2a.executor import Dispatcher
+from quineling.a2a.long_poll import LongPoll
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots
@@ -95,6 +96,8 @@ def create_app(
         lambda _version: card,
         stream=StreamSettings(settings.keepalive_seconds, settings.subscribe_max_seconds),
         scopes=_scope_registry(settings, backend),
+        idempotency_ttl=settings.idempotency_ttl_seconds,
+        long_poll=LongPoll(settings.long_poll_seconds, settings.long_poll_limit),
     )
 
     app = Flask("quineling", static_folder=None)
@@ -198,6 +201,7 @@ def task_limits(settings: Settings) -> TaskLimits:
         max_total_bytes=settings.task_max_bytes,
         max_task_bytes=settings.task_max_task_bytes,
         paused_ttl_seconds=settings.task_ttl_seconds,
+        max_claims=settings.idempotency_max_keys,
     )
 
 

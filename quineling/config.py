@@ -99,6 +99,24 @@ class Settings:
     # Live scopes (principal × tenant) at once, and how long without a write makes one reclaimable.
     max_scopes: int = 1024
     scope_idle_seconds: float = 24 * 3600.0
+    # Idempotency-Key on sends (docs/decisions-a2a.md, "Idempotency keys"): how long a key names its request,
+    # and how many live keys one tenant (per principal) holds at most.
+    idempotency_ttl_seconds: float = 24 * 3600.0
+    idempotency_max_keys: int = 1024
+    # Long-poll GetTask (currentGeneration): the longest wait (at most 30 s) and the waiters one worker holds
+    # at once (0: automatic, see long_poll_limit); beyond them GetTask answers at once.
+    long_poll_seconds: float = 30.0
+    max_long_polls: int = 0
+
+    @property
+    def long_poll_limit(self) -> int:
+        """Waiting GetTasks one worker holds at most. Automatic: half the stream limit (gevent), or half the
+        threads the streams leave, one kept free (gthread; possibly 0: then GetTask never waits)."""
+        if self.max_long_polls:
+            return self.max_long_polls
+        if self.worker_class == "gthread":
+            return max(0, (self.threads - self.stream_limit - 1) // 2)
+        return max(1, self.stream_limit // 2)
 
     @property
     def authenticated(self) -> bool:
@@ -119,8 +137,9 @@ _POSITIVE = {
     "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
-    "max_scopes", "scope_idle_seconds",
+    "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
 }  # fmt: skip
+MAX_LONG_POLL_SECONDS = 30.0
 MAX_REDIS_TIMEOUT = 3600.0
 WORKER_CLASSES = ("gevent", "gthread")
 
@@ -196,6 +215,15 @@ def _validate(settings: Settings) -> None:
             raise ConfigError(
                 f"{ENV_PREFIX}{name.upper()} must be 0 (kept for good) or positive (got {value!r})"
             )
+    if not 0 <= settings.long_poll_seconds <= MAX_LONG_POLL_SECONDS:
+        raise ConfigError(
+            f"QUINELING_LONG_POLL_SECONDS must be 0 (no waiting) to {MAX_LONG_POLL_SECONDS:g} seconds "
+            f"(got {settings.long_poll_seconds})"
+        )
+    if settings.max_long_polls < 0:
+        raise ConfigError(
+            f"QUINELING_MAX_LONG_POLLS must be 0 (automatic) or positive (got {settings.max_long_polls})"
+        )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
     _validate_origins(settings)
@@ -343,6 +371,15 @@ def _validate_workers(settings: Settings) -> None:
         raise ConfigError(
             f"QUINELING_MAX_STREAMS ({settings.stream_limit}) must be below QUINELING_THREADS "
             f"({settings.threads}) with gthread workers, where every open stream holds a thread"
+        )
+    if (
+        settings.worker_class == "gthread"
+        and settings.stream_limit + settings.long_poll_limit >= settings.threads
+    ):
+        raise ConfigError(
+            f"QUINELING_MAX_STREAMS ({settings.stream_limit}) and QUINELING_MAX_LONG_POLLS "
+            f"({settings.long_poll_limit}) together must be below QUINELING_THREADS ({settings.threads}) with "
+            "gthread workers, where every open stream and waiting GetTask holds a thread"
         )
 
 

@@ -184,9 +184,10 @@ class TaskLimits:
     max_total_bytes: int = 64 * 1024 * 1024
     max_task_bytes: int = 16 * 1024 * 1024
     paused_ttl_seconds: float = 15 * 60
+    max_claims: int = 1024  # live idempotency keys per partition (see KeyClaim)
 
     def __post_init__(self) -> None:
-        for name in ("max_tasks", "max_total_bytes", "max_task_bytes"):
+        for name in ("max_tasks", "max_total_bytes", "max_task_bytes", "max_claims"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"task limit {name} must be a positive integer, got {value!r}")
@@ -209,21 +210,51 @@ class TaskFacts:
 
     ``state`` is an opaque label that :attr:`TaskQuery.status` matches exactly; ``status_time`` is an RFC 3339
     UTC timestamp (newest first in listings, ``TaskQuery.status_after``); ``context_id`` is what
-    :attr:`TaskQuery.context_id` matches."""
+    :attr:`TaskQuery.context_id` matches.
+
+    ``generation``, when known, is the number the task's newest logged event has: a save's events are
+    numbered so that its last one gets it (see :class:`TaskStore`, "Event log"). ``None``: the events are
+    numbered on from the log's newest."""
 
     task_id: str
     lifecycle: Lifecycle
     state: str | None = None
     status_time: str | None = None
     context_id: str | None = None
+    generation: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, str) or not self.task_id:
             raise ValueError("a task needs a non-empty string id")
+        generation = self.generation
+        if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+            raise ValueError(f"a task generation must be an integer, got {generation!r}")
 
 
 # Reads a task body for its facts; raises ValueError for a body that is not a task.
 TaskDescriber = Callable[[JSON], TaskFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyClaim:
+    """An idempotency key claimed by a task save, in the same atomic step (``save(…, claim=…)``).
+
+    ``key`` is the caller's key (any string; the store escapes it), unique per task scope; ``record`` is what
+    the caller wants back when the key is claimed again (the store never reads it). A claim lives
+    ``ttl_seconds`` from its save by the store's clock, then lapses lazily: a lapsed claim is absent, and
+    every claiming save first drops its partition's lapsed claims (O(lapsed)). At most
+    ``TaskLimits.max_claims`` live claims per partition: they count against the tenant's bounded store."""
+
+    key: str
+    record: JSON
+    ttl_seconds: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key:
+            raise ValueError("an idempotency key must be a non-empty string")
+        ttl = self.ttl_seconds
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0:
+            raise ValueError(f"a claim's ttl_seconds must be positive, got {ttl!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +269,7 @@ class TaskWrite:
     task: JSON
     events: tuple[JSON, ...] = ()
     expect_version: int | None = None
+    claim: KeyClaim | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +317,19 @@ class TaskStore(ABC):
     tenant, and eviction only ever removes the saving tenant's own tasks. Version and admission-sequence
     counters are per partition too (a task id never changes partition, so a version is still never reused
     for it). A task save can also ride along a state commit: see :class:`TaskWrite`.
+
+    **Event log.** Every logged event has a number, its ``TaskEvent.event_id`` is ``"<number>-0"``, and
+    numbers only grow within a task's log. A save whose task's facts carry a ``generation`` numbers its
+    events so that the last gets that generation (``generation - len(events) + 1`` up); without one they
+    follow the log's newest. Should the first number not lie above the log's newest (a log of an earlier
+    incarnation or numbering), the log restarts with these events. The log keeps the newest ~1000 events (on
+    Redis also for a day after its last append), so a reader asking after a number whose successor is gone
+    sees a gap: the first event it gets is not ``number + 1``.
+
+    **Idempotency keys.** A save may claim a key (:class:`KeyClaim`) in the same atomic step; a live claim of
+    the same key in the same scope refuses the save with :class:`~stores.errors.KeyClaimed` (carrying the
+    stored record), after the version check and before capacity; a partition already holding
+    ``max_claims`` live claims refuses it with :class:`~stores.errors.ClaimsFull`. Either way nothing changed.
     """
 
     limits: TaskLimits
@@ -312,7 +357,13 @@ class TaskStore(ABC):
 
     @abstractmethod
     def save(
-        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+        self,
+        scope: str,
+        task: JSON,
+        events: Iterable[JSON] = (),
+        *,
+        expect_version: int | None = None,
+        claim: KeyClaim | None = None,
     ) -> int:
         """Insert or replace ``task`` (keyed by ``task["id"]``) and append ``events`` to its log, atomically.
         Returns the task's new version.
@@ -357,6 +408,10 @@ class TaskStore(ABC):
     @abstractmethod
     def last_event_id(self, scope: str, task_id: str) -> str | None:
         """Position of the newest event, so a subscriber can take a snapshot and tail from there."""
+
+    @abstractmethod
+    def load_claim(self, scope: str, key: str) -> JSON | None:
+        """The record of ``key``'s live claim in ``scope`` (see :class:`KeyClaim`), or ``None``."""
 
     def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
         """Release connections."""
@@ -450,6 +505,7 @@ class Backend(ABC):
 __all__ = [
     "JSON",
     "Backend",
+    "KeyClaim",
     "ChangeSet",
     "Key",
     "Lifecycle",

@@ -47,6 +47,20 @@ class TaskStoreFull(StoreError):
     """No terminal or paused task can be evicted to make room; nothing was changed."""
 
 
+class KeyClaimed(StoreError):
+    """A save claimed an idempotency key that a live claim already holds; nothing was changed. ``record`` is
+    what that claim stored (``stores.base.KeyClaim``)."""
+
+    def __init__(self, key: str, record: object) -> None:
+        super().__init__(f"idempotency key {key!r} is already claimed")
+        self.key = key
+        self.record = record
+
+
+class ClaimsFull(StoreError):
+    """The partition already holds its maximum of live idempotency keys; nothing was changed."""
+
+
 class InvalidCursor(StoreError):
     """A ListTasks page token is malformed, forged, or bound to another store, scope or filter set."""
 

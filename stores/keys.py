@@ -95,6 +95,17 @@ def task_keys(prefix: str, partition: str) -> dict[str, str]:
     }
 
 
+def task_claims(prefix: str, partition: str) -> list[str]:
+    """One tenant's idempotency claims (``stores.base.KeyClaim``), in its tasks' slot: the hash ``claim
+    field`` → record JSON and the sorted set ``claim field`` → expiry time (lazy expiry, O(lapsed))."""
+    tag = task_tag(prefix, partition)
+    return [f"{tag}:claims", f"{tag}:claim_exp"]
+
+
+def claim_field(scope: str, key: str) -> str:
+    return f"{_escape(scope)}/{_escape(key)}"
+
+
 def task_identity(prefix: str, partition: str) -> str:
     """Hash: ``id`` and ``secret`` shared by every worker, so any worker accepts any worker's cursor.
 
@@ -131,6 +142,7 @@ def partition_keys(prefix: str, partition: str) -> list[str]:
         *retention(prefix, partition),
         *task_keys(prefix, partition).values(),
         task_identity(prefix, partition),
+        *task_claims(prefix, partition),
     ]
 
 

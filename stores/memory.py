@@ -78,6 +78,7 @@ class MemoryBackend(Backend):
         with data.lock:
             held = self._usage(scope)
             drop_scope_documents(data, scope)
+            data.claims.pop(scope, None)
             for ref in data.tasks.pop(scope, {}):
                 data.events.pop(ref, None)
                 data.paused.pop(ref, None)

@@ -36,6 +36,8 @@ class MemoryData:
         self.events: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self.next_sequence: dict[str, int] = {}  # per partition, like the Redis backend's stats hash
         self.next_task_version: dict[str, int] = {}  # per partition: a task version is never reused
+        # partition → (scope, idempotency key) → (record JSON, expiry time): see stores.base.KeyClaim
+        self.claims: dict[str, dict[tuple[str, str], tuple[str, float]]] = {}
         self.paused: dict[tuple[str, str], float] = {}  # (scope, id) → last update, of every paused task
         self.scopes: dict[str, float] = {}  # scope registry (stores/scopes.py): partition → lease
 

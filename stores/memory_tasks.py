@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from stores.base import (
     JSON,
+    KeyClaim,
     Lifecycle,
     TaskDescriber,
     TaskEvent,
@@ -26,10 +27,10 @@ from stores.base import (
     task_partition,
 )
 from stores.changes import ChangeSet, Key
-from stores.errors import TaskConflict, TaskStoreFull, TaskTooLarge
+from stores.errors import ClaimsFull, KeyClaimed, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
-from stores.records import decode, encode, expected_version
+from stores.records import decode, encode, expected_version, first_event_number
 
 TaskRef = tuple[str, str]  # (scope, task id)
 
@@ -55,6 +56,8 @@ class PreparedSave:
     facts: TaskFacts
     events: list[str]
     expect_version: int | None
+    claim: KeyClaim | None = None
+    claim_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +109,15 @@ class MemoryTaskStore(TaskStore):
             return Versioned(None, 0) if entry is None else Versioned(decode(entry.text), entry.version)
 
     def save(
-        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+        self,
+        scope: str,
+        task: JSON,
+        events: Iterable[JSON] = (),
+        *,
+        expect_version: int | None = None,
+        claim: KeyClaim | None = None,
     ) -> int:
-        prepared = self._prepare(scope, task, events, expect_version)
+        prepared = self._prepare(scope, task, events, expect_version, claim)
         self._refuse_too_large(prepared)  # before taking the lock: it depends on nothing stored
         with self._data.lock:
             now = self._clock()
@@ -119,7 +128,7 @@ class MemoryTaskStore(TaskStore):
         self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
     ) -> tuple[int, dict[Key, int]]:
         """Check the change set, then the task save, and only then write both (see ``StateStore.commit``)."""
-        prepared = self._prepare(write.scope, write.task, write.events, write.expect_version)
+        prepared = self._prepare(write.scope, write.task, write.events, write.expect_version, write.claim)
         staged = prepare_changes(scope, changes)
         with self._data.lock:
             task_now = self._clock()
@@ -132,19 +141,28 @@ class MemoryTaskStore(TaskStore):
             return self._apply(prepared, plan, task_now), written
 
     def _prepare(
-        self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
+        self,
+        scope: str,
+        task: JSON,
+        events: Iterable[JSON],
+        expect_version: int | None,
+        claim: KeyClaim | None = None,
     ) -> PreparedSave:
         expect_version = expected_version(expect_version)
         facts = self.describe(task)
         text = encode(task)
+        encoded = [encode(event) for event in events]
+        first_event_number(facts.generation, len(encoded))  # refuses an impossible generation early
         return PreparedSave(
             (scope, facts.task_id),
             task_partition(scope),
             text,
             len(text.encode()),
             facts,
-            [encode(event) for event in events],
+            encoded,
             expect_version,
+            claim,
+            "" if claim is None else encode(claim.record),
         )
 
     def _refuse_too_large(self, prepared: PreparedSave) -> None:
@@ -161,7 +179,32 @@ class MemoryTaskStore(TaskStore):
             current = previous.version if previous else 0
             if current != prepared.expect_version:
                 raise TaskConflict(prepared.facts.task_id, prepared.expect_version, current)
+        if prepared.claim is not None:
+            self._check_claim(prepared.partition, (prepared.ref[0], prepared.claim.key))
         return SavePlan(previous, self._plan_eviction(prepared, previous))
+
+    def _live_claims(self, partition: str) -> dict[TaskRef, tuple[str, float]]:
+        """The partition's claims with the lapsed ones dropped (under the lock)."""
+        now = self._clock()
+        claims = self._data.claims.setdefault(partition, {})
+        for ref in [r for r, (_, expires) in claims.items() if expires <= now]:
+            del claims[ref]
+        return claims
+
+    def _check_claim(self, partition: str, ref: TaskRef) -> None:
+        claims = self._live_claims(partition)
+        held = claims.get(ref)
+        if held is not None:
+            raise KeyClaimed(ref[1], decode(held[0]))
+        if len(claims) >= self.limits.max_claims:
+            raise ClaimsFull(
+                f"{len(claims)} idempotency keys are live; the limit is {self.limits.max_claims}"
+            )
+
+    def load_claim(self, scope: str, key: str) -> JSON | None:
+        with self._data.lock:
+            held = self._live_claims(task_partition(scope)).get((scope, key))
+            return None if held is None else decode(held[0])
 
     def _apply(self, prepared: PreparedSave, plan: SavePlan, now: float) -> int:
         """Write a planned save: evict, store, append events. Under the lock, right after :meth:`_plan`."""
@@ -180,10 +223,19 @@ class MemoryTaskStore(TaskStore):
             data.paused[ref] = now
         else:
             data.paused.pop(ref, None)
+        if prepared.claim is not None:
+            claim_ref = (ref[0], prepared.claim.key)
+            data.claims.setdefault(partition, {})[claim_ref] = (
+                prepared.claim_text,
+                now + prepared.claim.ttl_seconds,
+            )
         if prepared.events:
             log = data.events.setdefault(ref, [])
-            start = log[-1][0] if log else 0
-            log.extend((start + i, t) for i, t in enumerate(prepared.events, 1))
+            newest = log[-1][0] if log else 0
+            first = first_event_number(prepared.facts.generation, len(prepared.events)) or newest + 1
+            if first <= newest:
+                log.clear()  # a log of an earlier numbering: it restarts (see TaskStore, "Event log")
+            log.extend((first + i, t) for i, t in enumerate(prepared.events))
             del log[: max(0, len(log) - 1000)]
             data.changed.notify_all()
         return version

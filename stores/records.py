@@ -23,3 +23,14 @@ def expected_version(value: int | None) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"expect_version must be None or a non-negative integer, got {value!r}")
     return value
+
+
+def first_event_number(generation: int | None, count: int) -> int | None:
+    """The number a save's first event gets when its task's generation is known (see TaskStore, "Event
+    log"); ``None`` when it follows the log's newest."""
+    if generation is None:
+        return None
+    first = generation - count + 1
+    if count and first < 1:
+        raise ValueError(f"a task at generation {generation} cannot have logged {count} events")
+    return first

@@ -134,7 +134,8 @@ class RedisBackend(Backend):
         task_keys = list(keys.task_keys(self.prefix, scope).values())
         streams = keys.task_events_prefix(self.prefix, scope)
         reply = self._reset(
-            [*state_keys(self.prefix, scope), *task_keys], [repr(time.time()), scope, streams]
+            [*state_keys(self.prefix, scope), *task_keys, *keys.task_claims(self.prefix, scope)],
+            [repr(time.time()), scope, streams],
         )
         return _usage(scope, reply)
 

@@ -19,6 +19,7 @@ from typing import Any
 from stores import keys
 from stores.base import (
     JSON,
+    KeyClaim,
     TaskDescriber,
     TaskEvent,
     TaskEvents,
@@ -32,9 +33,9 @@ from stores.base import (
     task_partition,
 )
 from stores.changes import ChangeSet, Key
-from stores.errors import StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
+from stores.errors import ClaimsFull, KeyClaimed, StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.records import decode, encode, expected_version
+from stores.records import decode, encode, expected_version, first_event_number
 from stores.redis_changes import change_args, raise_state_refusal, state_keys, text, written_versions
 from stores.redis_connection import Connection
 
@@ -80,6 +81,7 @@ class RedisTaskStore(TaskStore):
         self._load = self._conn.script(_PRELUDE, "task_load", repeatable=True)
         self._list = self._conn.script(_PRELUDE, "task_list", repeatable=True)
         self._page = self._conn.script("task_page", repeatable=True)  # reads only
+        self._claim = self._conn.script("claim_load", repeatable=True)  # reads only
         # Saves are never repeated. A save whose reply was lost may have been applied: a repeat of an
         # unconditional save would append its events twice, a conditional one would fail as a conflict
         # with itself (reported as a concurrent change), and one that commits a change set could apply
@@ -96,6 +98,9 @@ class RedisTaskStore(TaskStore):
     def _keys(self, scope: str) -> list[str]:
         return list(keys.task_keys(self._prefix, task_partition(scope)).values())
 
+    def _claim_keys(self, scope: str) -> list[str]:
+        return keys.task_claims(self._prefix, task_partition(scope))
+
     def _times(self) -> tuple[str, str]:
         """``now`` and the expiry cutoff as exact decimal strings (Lua would round numbers it formats)."""
         now = float(self._clock())
@@ -110,16 +115,23 @@ class RedisTaskStore(TaskStore):
         return Versioned(decode(body), int(version))
 
     def save(
-        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+        self,
+        scope: str,
+        task: JSON,
+        events: Iterable[JSON] = (),
+        *,
+        expect_version: int | None = None,
+        claim: KeyClaim | None = None,
     ) -> int:
-        task_id, expect, args = self._write_args(scope, task, events, expect_version)
+        task_id, expect, args = self._write_args(scope, task, events, expect_version, claim)
         size = len(str(args[1]).encode())  # the task's JSON body
         if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
             raise TaskTooLarge(f"task {task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}")
         stream = keys.task_events(self._prefix, scope, task_id)
         registry = keys.registry(self._prefix)  # the partition joins the operators' registry of scopes
-        reply = self._save([*self._keys(scope), stream, registry], [task_partition(scope), *args])
-        return self._saved(task_id, expect, reply)
+        script_keys = [*self._keys(scope), stream, registry, *self._claim_keys(scope)]
+        reply = self._save(script_keys, [task_partition(scope), *args])
+        return self._saved(task_id, expect, reply, claim)
 
     def save_with_changes(
         self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
@@ -128,20 +140,38 @@ class RedisTaskStore(TaskStore):
 
         No early size refusal here: a state conflict or quota must be reported first (see
         ``StateStore.commit``), and only the script knows those."""
-        task_id, expect, args = self._write_args(write.scope, write.task, write.events, write.expect_version)
+        task_id, expect, args = self._write_args(
+            write.scope, write.task, write.events, write.expect_version, write.claim
+        )
         stream = keys.task_events(self._prefix, write.scope, task_id)
-        script_keys = [*self._keys(write.scope), stream, *state_keys(self._prefix, scope)]
+        script_keys = [
+            *self._keys(write.scope),
+            stream,
+            *state_keys(self._prefix, scope),
+            *self._claim_keys(write.scope),
+        ]
         reply = self._commit_task(script_keys, [*change_args(scope, changes, now), *args])
         raise_state_refusal(reply)
-        return self._saved(task_id, expect, reply), written_versions(changes, reply[3:])
+        return self._saved(task_id, expect, reply, write.claim), written_versions(changes, reply[3:])
 
     def _write_args(
-        self, scope: str, task: JSON, events: Iterable[JSON], expect_version: int | None
+        self,
+        scope: str,
+        task: JSON,
+        events: Iterable[JSON],
+        expect_version: int | None,
+        claim: KeyClaim | None,
     ) -> tuple[str, int | None, list[str | int | float]]:
         """The task save as ``lua/task_write.lua`` reads it from ARGV (its JSON body is ``args[1]``)."""
         expect = expected_version(expect_version)
         facts = self.describe(task)
+        encoded = [encode(event) for event in events]
+        first = first_event_number(facts.generation, len(encoded))
         now, cutoff = self._times()
+        claim_args: list[str | int | float] = ["", "", "", self.limits.max_claims]
+        if claim is not None:
+            expires = repr(float(now) + float(claim.ttl_seconds))
+            claim_args = [keys.claim_field(scope, claim.key), encode(claim.record), expires, claim_args[3]]
         args: list[str | int | float] = [
             keys.task_field(scope, facts.task_id),
             encode(task),
@@ -155,13 +185,19 @@ class RedisTaskStore(TaskStore):
             self._events.maxlen,
             int(self._events.ttl_seconds * 1000),
             "" if expect is None else str(expect),
-            *(encode(event) for event in events),
+            "" if first is None else str(first),
+            *claim_args,
+            *encoded,
         ]
         return facts.task_id, expect, args
 
-    def _saved(self, task_id: str, expect: int | None, reply: Any) -> int:
+    def _saved(self, task_id: str, expect: int | None, reply: Any, claim: KeyClaim | None = None) -> int:
         """The new version from a ``task_write.lua`` reply, or the error its refusal means."""
         outcome = text(reply[0])
+        if outcome == "claimed" and claim is not None:
+            raise KeyClaimed(claim.key, decode(reply[1]))
+        if outcome == "claims_full":
+            raise ClaimsFull(f"the partition holds its limit of {self.limits.max_claims} idempotency keys")
         if outcome == "too_large":
             raise TaskTooLarge(f"task {task_id} is larger than {self.limits.max_task_bytes} bytes")
         if outcome == "task_conflict":
@@ -215,6 +251,12 @@ class RedisTaskStore(TaskStore):
             for event_id, fields in entries:
                 events.append(TaskEvent(text(event_id), decode(fields.get(b"e", fields.get("e")))))
         return events
+
+    def load_claim(self, scope: str, key: str) -> JSON | None:
+        record = self._claim(
+            self._claim_keys(scope), [keys.claim_field(scope, key), repr(float(self._clock()))]
+        )
+        return None if not record else decode(record)
 
     def last_event_id(self, scope: str, task_id: str) -> str | None:
         stream = keys.task_events(self._prefix, scope, task_id)

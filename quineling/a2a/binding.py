@@ -96,5 +96,7 @@ def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext
         requested_version=version,
         extensions=requested_extensions(*headers),
         should_stop=stop_probe(request.environ),
+        last_event_id=request.headers.get("Last-Event-ID"),
+        idempotency_key=request.headers.get("Idempotency-Key"),
         **who,
     )

@@ -37,6 +37,11 @@ class CallContext:
     # The authenticated principal as the stores know it (``quineling.auth.Principal.scope_id``); "" when the
     # server runs without authentication and every caller is the one anonymous user.
     principal: str = ""
+    # The request's ``Last-Event-ID`` header (a resuming SubscribeToTask) and ``Idempotency-Key`` header (a
+    # retried send), as sent; the service validates them (docs/decisions-a2a.md, "Resumable streams",
+    # "Idempotency keys").
+    last_event_id: str | None = None
+    idempotency_key: str | None = None
 
     @property
     def partition(self) -> str:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from werkzeug.exceptions import HTTPException
 
-from stores.errors import StoreError, StoreUnavailable, TaskStoreFull, TaskTooLarge
+from stores.errors import ClaimsFull, StoreError, StoreUnavailable, TaskStoreFull, TaskTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +216,11 @@ def store_failure(exc: StoreError) -> InternalError:
     if isinstance(exc, TaskStoreFull):
         return UnavailableError(
             "Task storage is full: no terminal or paused task can be evicted; retry later"
+        )
+    if isinstance(exc, ClaimsFull):
+        return UnavailableError(
+            "This tenant holds its limit of live Idempotency-Keys; retry later, when the oldest have expired, "
+            "or send without a key"
         )
     if isinstance(exc, StoreUnavailable):
         # An outage hits every request: one line each, not a traceback each.

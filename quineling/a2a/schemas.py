@@ -55,6 +55,14 @@ class SendMessageRequestSchema(_Request):
 
 class GetTaskQuerySchema(_Request):
     historyLength = _opt(fields.Integer, metadata=_HISTORY)
+    currentGeneration = _opt(
+        fields.Integer,
+        metadata={
+            "description": "Long-poll: answer once the task's generation (metadata.generation) is above this, "
+            "or with the task as it is after at most 30 s",
+            "minimum": 0,
+        },
+    )
     tenant = _opt(fields.String, metadata=_TENANT)
 
 

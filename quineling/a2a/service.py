@@ -17,10 +17,13 @@ other. What the loser of such a race gets is decided in :meth:`A2AService.cancel
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-from quineling.a2a import wire
+from quineling.a2a import event_ids, idempotency, wire
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import (
     InternalError,
@@ -32,16 +35,44 @@ from quineling.a2a.errors import (
     UnsupportedOperationError,
     store_failure,
 )
+from quineling.a2a.event_ids import StreamEvent
 from quineling.a2a.executor import Dispatcher, Execution, Outcome, Pending, QuinelingExecutor
+from quineling.a2a.generations import generation_of, stamp_event, with_generation
+from quineling.a2a.long_poll import GenerationMismatchError, LongPoll
 from quineling.a2a.model import new_id, normalize_message, present_task
-from quineling.a2a.subscription import StreamSettings, follow
+from quineling.a2a.subscription import NotResumable, StreamSettings, event_number, follow
 from quineling.runtime.errors import QuinelingError
-from stores.base import TaskQuery, TaskStore, TaskWrite, Versioned
-from stores.errors import InvalidCursor, ScopeLimitReached, StoreError, TaskConflict
+from stores.base import KeyClaim, TaskQuery, TaskStore, TaskWrite, Versioned
+from stores.errors import InvalidCursor, KeyClaimed, ScopeLimitReached, StoreError, TaskConflict
 from stores.jsontypes import JSON
 from stores.scopes import ScopeRegistry
 
 CONFLICT_ATTEMPTS = 3  # conditional saves per request before a task that keeps changing is given up on
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600.0  # how long an Idempotency-Key names its request (configurable)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A send's answer: the task after it and its events, and the generation before them (``base``)."""
+
+    execution: Execution
+    history_length: int | None
+    base: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claiming:
+    """A send's idempotency key and request fingerprint, claimed with its task's write."""
+
+    key: str
+    request: str
+    ttl_seconds: float
+
+    def claim(self, execution: Execution) -> KeyClaim:
+        last = generation_of(execution.task)
+        first = last - len(execution.events)
+        record = idempotency.record(self.request, execution.task["id"], first, last)
+        return KeyClaim(self.key, record, self.ttl_seconds)
 
 
 class A2AService:
@@ -54,6 +85,8 @@ class A2AService:
         clock: Callable[[], str] = wire.now_rfc3339,
         stream: StreamSettings | None = None,
         scopes: ScopeRegistry | None = None,
+        idempotency_ttl: float = IDEMPOTENCY_TTL_SECONDS,
+        long_poll: LongPoll | None = None,
     ) -> None:
         self.runtime = runtime
         self.task_store = task_store
@@ -61,6 +94,8 @@ class A2AService:
         self.executor = QuinelingExecutor(clock)
         self._card = card_provider
         self.stream_settings = stream or StreamSettings()
+        self.idempotency_ttl = idempotency_ttl
+        self.long_poll = long_poll or LongPoll()
 
     # -- discovery ------------------------------------------------------------------------------------
 
@@ -73,17 +108,29 @@ class A2AService:
     # -- messages -------------------------------------------------------------------------------------
 
     def send_message(self, params: JSON, ctx: CallContext) -> JSON:
-        execution, history_length = self._execute(params, ctx)
-        return {"task": present_task(execution.task, history_length)}
+        sent = self._execute(params, ctx)
+        return {"task": present_task(sent.execution.task, sent.history_length)}
 
     def send_message_stream(self, params: JSON, ctx: CallContext) -> Iterator[JSON]:
         # The work is synchronous, so it runs (and fails) here, before the caller commits to a stream.
-        execution, history_length = self._execute(params, ctx)
-        events = execution.stream()
-        events[0] = {"task": present_task(events[0]["task"], history_length)}
-        return iter(events)
+        return iter(self._framed(ctx, self._execute(params, ctx)))
 
-    def _execute(self, params: JSON, ctx: CallContext) -> tuple[Execution, int | None]:
+    def _framed(self, ctx: CallContext, sent: Sent) -> list[JSON]:
+        """A streaming send's events, each with its SSE id (docs/decisions-a2a.md, "Resumable streams"): the
+        events' own generations; a follow-up's opening snapshot gets the generation before its first event."""
+        execution = sent.execution
+        events = execution.stream()
+        task_id = execution.task["id"]
+        cursors = list(range(sent.base + 1, sent.base + len(execution.events) + 1))
+        if len(events) > len(execution.events):
+            cursors.insert(0, sent.base)
+        events[0] = {"task": present_task(events[0]["task"], sent.history_length)}
+        return [
+            StreamEvent(event, event_ids.encode(ctx.scope, task_id, cursor))
+            for event, cursor in zip(events, cursors, strict=True)
+        ]
+
+    def _execute(self, params: JSON, ctx: CallContext) -> Sent:
         params = wire.require_object(params, "params")
         message = normalize_message(wire.field(params, "message"))
         wire.metadata(params)  # validated for every binding alike; the request's metadata is not kept
@@ -92,40 +139,111 @@ class A2AService:
         # returnImmediately/blocking and acceptedOutputModes are read for validation only: the work is
         # synchronous, and push configs are ignored because the pushNotifications capability is off.
         wire.boolean(config, "returnImmediately")
+        expected = wire.integer(params, "ifGenerationMatch")
+        key = idempotency.valid_key(ctx.idempotency_key)
+        if key is None:
+            return self._run(ctx, message, history_length, None, expected)
+        request = idempotency.fingerprint(params)
+        held = self._load_claim(ctx, key)
+        if held is not None:
+            return self._replay(ctx, request, held, history_length)
+        try:
+            claiming = Claiming(key, request, self.idempotency_ttl)
+            return self._run(ctx, message, history_length, claiming, expected)
+        except KeyClaimed as taken:  # an identical request committed first: answer as it did
+            return self._replay(ctx, request, taken.record, history_length)
+
+    def _run(
+        self,
+        ctx: CallContext,
+        message: JSON,
+        history_length: int | None,
+        claiming: Claiming | None,
+        expected: int | None,
+    ) -> Sent:
+        """Execute a send; ``expected`` is its ``ifGenerationMatch`` (0 for a new task), if any."""
         task_id = message.get("taskId")
         if task_id:
-            return self._follow_up(ctx, task_id, message), history_length
-        pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
-        try:
-            execution = self._dispatch_and_save(ctx, pending, 0)
-        except TaskConflict:  # a fresh random id already taken: not expected to happen
-            raise InternalError("Task storage already holds a task with the generated id; retry") from None
-        return execution, history_length
+            execution = self._follow_up(ctx, task_id, message, claiming, expected)
+        else:
+            _check_generation("a new task", 0, expected)
+            pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
+            try:
+                execution = self._dispatch_and_save(ctx, pending, 0, 0, claiming)
+            except TaskConflict:  # a fresh random id already taken: not expected to happen
+                raise InternalError(
+                    "Task storage already holds a task with the generated id; retry"
+                ) from None
+        return Sent(execution, history_length, generation_of(execution.task) - len(execution.events))
 
-    def _dispatch_and_save(self, ctx: CallContext, pending: Pending, expect_version: int) -> Execution:
-        """Dispatch ``pending`` and save its task conditionally in the runtime's commit.
+    def _replay(self, ctx: CallContext, request: str, held: object, history_length: int | None) -> Sent:
+        """The answer to a send whose Idempotency-Key an identical request already used: the task it named,
+        and for a stream its events again, from the task's event log; nothing is executed. A different
+        request under the key is refused."""
+        if not idempotency.well_formed(held) or held["fingerprint"] != request:  # type: ignore[index]
+            raise idempotency.IdempotencyKeyReusedError(
+                "This Idempotency-Key was already used for a different request (its params, message.messageId "
+                "aside, differ); send a new request with a new key"
+            )
+        assert isinstance(held, dict)
+        task_id, first, last = held["taskId"], held["from"], held["to"]
+        task = self._load_versioned(ctx, task_id).value
+        if task is None:
+            raise TaskNotFoundError(
+                f"Task {task_id}, which this Idempotency-Key's request answered with, is no longer stored "
+                "(evicted or expired); nothing was executed again",
+                metadata={"taskId": task_id},
+            )
+        try:
+            logged = self.task_store.read_events(ctx.scope, task_id, f"{first}-0", 0)
+        except StoreError as exc:
+            raise store_failure(exc) from exc
+        logged = [e for e in logged if event_number(e.event_id) <= last]
+        if [event_number(e.event_id) for e in logged] != list(range(first + 1, last + 1)):
+            logged = []  # no longer all in the log: the task as it is now stands for them
+        events = [e.payload for e in logged]
+        opening = None if events and "task" in events[0] else task
+        return Sent(Execution(task, events, opening), history_length, first)
+
+    def _dispatch_and_save(
+        self,
+        ctx: CallContext,
+        pending: Pending,
+        expect_version: int,
+        generation: int,
+        claiming: Claiming | None = None,
+    ) -> Execution:
+        """Dispatch ``pending`` and save its task conditionally in the runtime's commit; ``generation`` is the
+        task's as loaded (0 for a new one), and every change gets the next.
 
         :class:`TaskConflict` propagates (the caller decides; nothing of the request was committed then);
-        other store failures become protocol errors."""
+        other store failures become protocol errors. With ``claiming``, the write claims its idempotency key;
+        :class:`KeyClaimed` propagates when an identical request already did."""
         if not pending.needs_dispatch:
-            self._save(ctx, pending.before, expect_version=expect_version)
-            return pending.before
+            before = _stamped(pending.before, generation)
+            self._save(ctx, before, expect_version=expect_version, claiming=claiming)
+            return before
         self._admit(ctx)
         finished: list[Execution] = []
 
         def attach(outcome: Outcome) -> TaskWrite:
             # Called again for each recomputed outcome: the last call is the write that was committed.
-            execution = pending.finish(outcome)
+            execution = _stamped(pending.finish(outcome), generation)
             finished.append(execution)
             return TaskWrite(
-                self.task_store, ctx.scope, execution.task, _logged(execution, expect_version), expect_version
+                self.task_store,
+                ctx.scope,
+                execution.task,
+                _logged(execution, expect_version),
+                expect_version,
+                None if claiming is None else claiming.claim(execution),
             )
 
         try:
             self.runtime.dispatch(pending.request, scope=ctx.partition, attach=attach)
         except QuinelingError:
             pass  # recorded on the task as FAILED, in the same commit
-        except TaskConflict:
+        except (TaskConflict, KeyClaimed):
             raise
         except StoreError as exc:
             raise store_failure(exc) from None
@@ -133,7 +251,14 @@ class A2AService:
             raise InternalError("The runtime answered without recording the task; retry")
         return finished[-1]
 
-    def _follow_up(self, ctx: CallContext, task_id: str, message: JSON) -> Execution:
+    def _follow_up(
+        self,
+        ctx: CallContext,
+        task_id: str,
+        message: JSON,
+        claiming: Claiming | None = None,
+        expected: int | None = None,
+    ) -> Execution:
         """Load the task and its version, check it still accepts messages, dispatch, save conditionally.
 
         If another request saved the task between our load and our save, the save conflicts, and nothing of
@@ -145,10 +270,14 @@ class A2AService:
         current = self._load_versioned(ctx, task_id)
         task = self._accepting(task_id, current.value, message)
         for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            # Checked on the task as loaded; the save is conditional on that load, so it holds at the commit.
+            _check_generation(f"task {task_id}", generation_of(task), expected)
             pending = self.executor.prepare_resume(task, message)
             try:
-                return self._dispatch_and_save(ctx, pending, current.version)
+                return self._dispatch_and_save(ctx, pending, current.version, generation_of(task), claiming)
             except TaskConflict:
+                if claiming is not None and (held := self._load_claim(ctx, claiming.key)) is not None:
+                    raise KeyClaimed(claiming.key, held) from None  # the change was an identical request's
                 if attempt == CONFLICT_ATTEMPTS:
                     raise _concurrent_change(task_id, "kept changing") from None
             current = self._load_versioned(ctx, task_id)
@@ -183,7 +312,34 @@ class A2AService:
         params = wire.require_object(params, "params")
         task_id = _task_id(params)
         history_length = wire.history_length(params)
-        return present_task(self._load(ctx, task_id), history_length)
+        current = wire.integer(params, "currentGeneration")
+        if current is not None and current < 0:
+            raise InvalidParamsError("currentGeneration must be a non-negative integer")
+        task = self._load(ctx, task_id)
+        if current is not None and generation_of(task) <= current:
+            task = self._wait_for_change(ctx, task, current)
+        return present_task(task, history_length)
+
+    def _wait_for_change(self, ctx: CallContext, task: JSON, current: int) -> JSON:
+        """``task`` once its generation is above ``current``, or as it is after the long-poll wait (at once
+        beyond this worker's waiter cap); see :mod:`quineling.a2a.long_poll`."""
+        release = self.long_poll.enter()
+        if release is None:
+            return task
+        task_id = task["id"]
+        position = f"{generation_of(task)}-0"
+        deadline = time.monotonic() + self.long_poll.seconds
+        try:
+            while (remaining := deadline - time.monotonic()) > 0 and not ctx.should_stop():
+                wait = min(self.long_poll.slice_seconds, remaining)
+                try:
+                    if self.task_store.read_events(ctx.scope, task_id, position, wait):
+                        break
+                except StoreError as exc:
+                    raise store_failure(exc) from exc
+        finally:
+            release()
+        return self._load(ctx, task_id)
 
     def list_tasks(self, params: JSON, ctx: CallContext) -> JSON:
         params = wire.require_object(params, "params")
@@ -239,7 +395,7 @@ class A2AService:
                 raise TaskNotCancelableError(
                     f"Task {task_id} is {state} and cannot be canceled", metadata={"taskId": task_id}
                 )
-            execution = self.executor.cancel(task)
+            execution = _stamped(self.executor.cancel(task), generation_of(task))
             try:
                 self._save(ctx, execution, expect_version=current.version)
             except TaskConflict:
@@ -255,30 +411,89 @@ class A2AService:
     ) -> Iterator[JSON | None]:
         """First event: the current task; then its later events until a terminal state.
 
+        With ``ctx.last_event_id`` (the ``Last-Event-ID`` header of a client resuming a cut stream) there is no
+        snapshot: the events after the one it names, exactly, also when the task has become terminal since
+        (then up to its terminal status); an id of another task, or one older than the retained event log,
+        is refused with :class:`~quineling.a2a.subscription.NotResumable` (docs/decisions-a2a.md,
+        "Resumable streams").
+
         With ``keepalive`` the iterator yields ``None`` (:data:`~quineling.a2a.subscription.KEEPALIVE`)
         when nothing happened for ``keepalive_seconds``, so an SSE writer can send a comment line.
         """
         params = wire.require_object(params, "params")
         task_id = _task_id(params)
-        # Position first, then snapshot: an event landing in between is sent twice, never lost.
-        try:
-            position = self.task_store.last_event_id(ctx.scope, task_id)
-        except StoreError as exc:
-            raise store_failure(exc) from exc
+        scope = ctx.scope
+
+        def frame(event: JSON, log_id: str) -> JSON:
+            return StreamEvent(event, event_ids.encode(scope, task_id, event_number(log_id)))
+
+        if ctx.last_event_id is not None:
+            return self._resume(ctx, task_id, ctx.last_event_id, frame, keepalive)
         task = self._load(ctx, task_id)
         if task["status"]["state"] in wire.TERMINAL:
             raise UnsupportedOperationError(
                 f"Task {task_id} is in terminal state {task['status']['state']}; nothing to subscribe to",
                 metadata={"taskId": task_id},
             )
-        return follow(
+        generation = generation_of(task)
+        if generation:  # the log's ids are generations: follow exactly from the snapshot's
+            position: str | None = f"{generation}-0"
+        else:  # a task stored before generations: position, then snapshot (an event between is sent twice)
+            try:
+                position = self.task_store.last_event_id(scope, task_id)
+            except StoreError as exc:
+                raise store_failure(exc) from exc
+            task = self._load(ctx, task_id)
+        opening = StreamEvent({"task": present_task(task)}, event_ids.encode(scope, task_id, generation))
+        following = follow(
             self.task_store,
-            ctx.scope,
-            task,
+            scope,
+            task_id,
             position,
             self.stream_settings,
             keepalive=keepalive,
             should_stop=ctx.should_stop,
+            frame=frame,
+            numbered=bool(generation),
+        )
+        return itertools.chain([opening], following)
+
+    def _resume(
+        self,
+        ctx: CallContext,
+        task_id: str,
+        last_event_id: str,
+        frame: Callable[[JSON, str], JSON],
+        keepalive: bool,
+    ) -> Iterator[JSON | None]:
+        """The events after ``last_event_id``'s, read eagerly far enough to refuse a gap before streaming."""
+        task = self._load(ctx, task_id)  # an unknown or another principal's task: TaskNotFound, as always
+        generation = generation_of(task)
+        cursor = event_ids.decode(last_event_id.strip(), ctx.scope, task_id)
+        if cursor is None or cursor > generation:
+            raise NotResumable(task_id, "it was not issued for this task")
+        position = f"{cursor}-0"
+        backlog = []
+        if cursor < generation:
+            try:
+                backlog = self.task_store.read_events(ctx.scope, task_id, position, 0)
+            except StoreError as exc:
+                raise store_failure(exc) from exc
+            if not backlog or event_number(backlog[0].event_id) != cursor + 1:
+                raise NotResumable(task_id, "it is older than the events this server keeps")
+        elif task["status"]["state"] in wire.TERMINAL:
+            return iter(())  # nothing was missed, and nothing more will come
+        return follow(
+            self.task_store,
+            ctx.scope,
+            task_id,
+            position,
+            self.stream_settings,
+            keepalive=keepalive,
+            should_stop=ctx.should_stop,
+            frame=frame,
+            backlog=backlog,
+            numbered=True,
         )
 
     # -- push notifications (capability off) ----------------------------------------------------------
@@ -324,18 +539,39 @@ class A2AService:
         except StoreError as exc:
             raise store_failure(exc) from None
 
-    def _save(self, ctx: CallContext, execution: Execution, *, expect_version: int) -> None:
-        """Save conditionally. :class:`TaskConflict` propagates (the caller decides); other failures become
-        protocol errors."""
+    def _load_claim(self, ctx: CallContext, key: str) -> object:
+        try:
+            return self.task_store.load_claim(ctx.scope, key)
+        except StoreError as exc:
+            raise store_failure(exc) from exc
+
+    def _save(
+        self, ctx: CallContext, execution: Execution, *, expect_version: int, claiming: Claiming | None = None
+    ) -> None:
+        """Save conditionally. :class:`TaskConflict` (and :class:`KeyClaimed`) propagate (the caller decides);
+        other failures become protocol errors."""
         self._admit(ctx)
         try:
             self.task_store.save(
-                ctx.scope, execution.task, _logged(execution, expect_version), expect_version=expect_version
+                ctx.scope,
+                execution.task,
+                _logged(execution, expect_version),
+                expect_version=expect_version,
+                claim=None if claiming is None else claiming.claim(execution),
             )
-        except TaskConflict:
+        except (TaskConflict, KeyClaimed):
             raise
         except StoreError as exc:
             raise store_failure(exc) from exc
+
+
+def _check_generation(what: str, generation: int, expected: int | None) -> None:
+    if expected is not None and generation != expected:
+        raise GenerationMismatchError(
+            f"ifGenerationMatch is {expected} but {what} is at generation {generation}; nothing was executed. "
+            "Call GetTask for the task's current state.",
+            metadata={"generation": str(generation)},
+        )
 
 
 def _task_id(params: JSON) -> str:
@@ -364,10 +600,18 @@ def _concurrent_change(task_id: str, now: str, state: str | None = None) -> Inte
 
 
 def _logged(execution: Execution, expect_version: int) -> tuple[JSON, ...]:
-    """The events of a save that go into the task's event log.
+    """The events of a save that go into the task's event log: all of them, the first save's too, since
+    every change is an event whose log number is its generation, and a client whose streaming send was cut
+    resumes from the log (docs/decisions-a2a.md, "Resumable streams")."""
+    return tuple(execution.events)
 
-    A subscriber takes its log position and then the task snapshot (:meth:`A2AService.subscribe_to_task`),
-    and a snapshot only exists once the task's first save has committed. So the first save's events
-    (``expect_version`` 0) can never be read by anyone — the snapshot already holds them — and logging them
-    would only double the bytes of every new task. The log starts with the task's first later update."""
-    return () if expect_version == 0 else tuple(execution.events)
+
+def _stamped(execution: Execution, generation: int) -> Execution:
+    """``execution`` with generations: its events get ``generation + 1`` on, the task the last; a follow-up's
+    opening snapshot shows the state of its first event. Copies; the executor's objects stay as they were."""
+    events = [stamp_event(event, generation + i) for i, event in enumerate(execution.events, 1)]
+    newest = generation + len(events)
+    opening = execution.opening
+    if opening is not None:
+        opening = with_generation(opening, min(generation + 1, newest))
+    return Execution(with_generation(execution.task, newest), events, opening)

@@ -9,6 +9,7 @@ from typing import Any
 from flask import Response, stream_with_context
 
 from quineling.a2a.errors import A2AError, as_a2a_error
+from quineling.a2a.event_ids import RETRY_MILLISECONDS
 from stores import codec
 
 
@@ -22,8 +23,12 @@ def frames(
     render_error: Callable[[A2AError], Any],
 ) -> Iterator[str]:
     """``None`` events become ``: keepalive`` comments; a mid-stream error ends the stream with one
-    ``event: error`` frame. Closing the response (``GeneratorExit``) only unsubscribes."""
+    ``event: error`` frame. Closing the response (``GeneratorExit``) only unsubscribes.
+
+    An event that knows its SSE id (:class:`~quineling.a2a.event_ids.StreamEvent`) carries it as ``id:``, so a
+    cut client can resume with ``Last-Event-ID``; the first event also carries the ``retry:`` hint."""
     iterator = iter(events)
+    retry = f"retry: {RETRY_MILLISECONDS}\n"
     while True:
         try:
             event = next(iterator)
@@ -34,8 +39,11 @@ def frames(
             return
         if event is None:
             yield ": keepalive\n\n"
-        else:
-            yield f"data: {compact(render(event))}\n\n"
+            continue
+        event_id = getattr(event, "event_id", None)
+        head = retry + (f"id: {event_id}\n" if event_id else "")
+        retry = ""
+        yield f"{head}data: {compact(render(event))}\n\n"
 
 
 def sse_response(

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from quineling.a2a import wire
-from quineling.a2a.model import present_task
-from stores.base import TaskStore
+from quineling.a2a.errors import InvalidParamsError
+from stores.base import TaskEvents, TaskStore
 from stores.jsontypes import JSON
 
 KEEPALIVE = None  # what a subscription yields when the SSE layer should ping
@@ -32,21 +32,46 @@ def _never() -> bool:
 def follow(
     store: TaskStore,
     scope: str,
-    task: JSON,
+    task_id: str,
     position: str | None,
     settings: StreamSettings,
     *,
     keepalive: bool,
     should_stop: Callable[[], bool] = _never,
+    frame: Callable[[JSON, str], JSON] = lambda event, _event_id: event,
+    backlog: TaskEvents | None = None,
+    numbered: bool = False,
 ) -> Iterator[JSON | None]:
-    """The task snapshot, then every logged event after ``position`` until a terminal status update, or
-    until ``should_stop()`` (asked between waits of at most ``poll_seconds``) says the stream is not wanted.
+    """Every logged event after ``position`` (``backlog`` first: events already read after it), each as
+    ``frame(event, its log id)``, until a terminal status update, or until ``should_stop()`` (asked between
+    waits of at most ``poll_seconds``) says the stream is not wanted.
+
+    ``numbered``: the log's ids are the events' generations (``stores.base.TaskStore``, "Event log"), so an
+    event that does not follow its predecessor by exactly one is a gap (events trimmed from the log while
+    this stream waited): the stream then ends with :class:`NotResumable` rather than skip silently.
 
     With ``keepalive`` it yields :data:`KEEPALIVE` when nothing happened for ``keepalive_seconds``."""
-    yield {"task": present_task(task)}
     deadline = time.monotonic() + settings.subscribe_max_seconds
     quiet_since = time.monotonic()
-    while (remaining := deadline - (now := time.monotonic())) > 0:
+    pending = list(backlog or ())
+    while True:
+        for event in pending:
+            if (
+                numbered
+                and position is not None
+                and event_number(event.event_id) != event_number(position) + 1
+            ):
+                raise NotResumable(task_id, "the server's event log no longer holds every event after it")
+            position = event.event_id
+            if "task" in event.payload:
+                continue  # a task snapshot is only ever the first event of a stream
+            yield frame(event.payload, event.event_id)
+            status = event.payload.get("statusUpdate", {}).get("status", {})
+            if status.get("state") in wire.TERMINAL:
+                return
+        pending = []
+        if (remaining := deadline - (now := time.monotonic())) <= 0:
+            return
         if should_stop():
             return
         wait = min(settings.poll_seconds, remaining)
@@ -56,15 +81,23 @@ def follow(
                 quiet_since = now
                 continue
             wait = min(wait, until_ping)
-        events = store.read_events(scope, task["id"], position, wait)
-        if not events:
-            continue
-        quiet_since = time.monotonic()
-        for event in events:
-            position = event.event_id
-            if "task" in event.payload:
-                continue  # a task snapshot is only ever the first event of a stream
-            yield event.payload
-            status = event.payload.get("statusUpdate", {}).get("status", {})
-            if status.get("state") in wire.TERMINAL:
-                return
+        pending = store.read_events(scope, task_id, position, wait)
+        if pending:
+            quiet_since = time.monotonic()
+
+
+def event_number(event_id: str) -> int:
+    """The number of a log id ``"<number>-<n>"``."""
+    return int(event_id.split("-", 1)[0])
+
+
+class NotResumable(InvalidParamsError):
+    """A ``Last-Event-ID`` this server cannot resume after without a gap or a wrong event: the client must
+    read the task afresh (docs/decisions-a2a.md, "Resumable streams")."""
+
+    def __init__(self, task_id: str, why: str) -> None:
+        super().__init__(
+            f"Last-Event-ID cannot resume the stream of task {task_id}: {why}. Call GetTask for the task's "
+            "current state, then subscribe again without Last-Event-ID.",
+            metadata={"taskId": task_id, "resumable": "false"},
+        )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from quineling.a2a import wire
+from quineling.a2a.generations import generation_of
 from stores.base import Lifecycle, TaskFacts
 
 # A paused task waits for its caller: evictable, and dropped after the paused-task lifetime.
@@ -35,4 +36,5 @@ def describe_task(task: dict[str, Any]) -> TaskFacts:
         state=state,
         status_time=stamp if isinstance(stamp, str) else None,
         context_id=context if isinstance(context, str) else None,
+        generation=generation_of(task) or None,  # numbers the save's events (stores.base.TaskStore)
     )

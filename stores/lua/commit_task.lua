@@ -5,15 +5,16 @@
 -- KEYS[1..7] data, info, seq, evictable, paused, stats, version of the partition (see expire_paused.lua)
 -- KEYS[8]  the task's event stream
 -- KEYS[9..16] documents, versions, counters, expiries, owners, dependents, holds, registry (see changes.lua)
+-- KEYS[17] KEYS[18] the partition's idempotency claims hash and claim expiries zset (see task_write.lua)
 -- ARGV[1..] the change set (see changes.lua: now, scope, E, P, D, Q, X, then its entries), directly followed
---          by the task save (12 values) and its events (see task_write.lua).
+--          by the task save (17 values) and its events (see task_write.lua).
 -- Returns {"ok", sequence, new task version, version of each put...}, or a refusal in this order of checks:
 -- {"conflict", field}, {"quota", name, limit, frees at}, {"too_large"}, {"task_conflict", current version},
--- {"full"}. On a refusal neither documents nor tasks were changed (as in task_save.lua, already-expired paused
+-- {"claimed", record}, {"claims_full"}, {"full"}. On a refusal neither documents nor tasks were changed (as in task_save.lua, already-expired paused
 -- tasks may have been dropped, and as in commit.lua, lapsed documents).
 local s = state_keys(9)
 local changes = read_changes(1)
-local write = read_task_write(changes.next)
+local write = read_task_write(changes.next, KEYS[17], KEYS[18])
 expire_paused(write.cutoff)
 sweep(s, changes.now)
 local refusal = check_changes(changes, s)

@@ -3,6 +3,7 @@
 -- Prepended by changes.lua and scope_report.lua.
 -- KEYS[1..8]  documents, versions, counters, expiries, owners, dependents, holds, registry (see changes.lua)
 -- KEYS[9..15] data, info, seq, evictable, paused, stats, version of the partition's tasks (see expire_paused.lua)
+-- KEYS[16] KEYS[17] the partition's idempotency claims hash and claim expiries zset (see task_write.lua)
 -- ARGV[1]  now, ARGV[2] the scope (its registry member), ARGV[3] the key prefix of its tasks' event streams:
 --          a stream's key is that prefix and the task's field (stores/keys.py task_events). Those keys are not
 --          in KEYS (they are known only here) but carry the partition's hash tag, so they are in its slot.
@@ -25,7 +26,7 @@ end
 for _, field in ipairs(redis.call('HKEYS', KEYS[9])) do
   redis.call('DEL', ARGV[3] .. field)
 end
-redis.call('DEL', KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[15])
+redis.call('DEL', KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[15], KEYS[16], KEYS[17])
 if redis.call('EXISTS', KEYS[14]) == 1 then
   redis.call('HSET', KEYS[14], 'count', 0, 'bytes', 0)
 end

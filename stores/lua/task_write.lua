@@ -1,6 +1,7 @@
 -- task_write.lua: shared prelude (after expire_paused.lua), prepended to task_save.lua and commit_task.lua:
 -- one task save, read from ARGV, checked, then applied, so a script can check everything before writing.
--- Uses the including script's KEYS[1..7] (see expire_paused.lua); the event stream's key is passed in.
+-- Uses the including script's KEYS[1..7] (see expire_paused.lua); the event stream's key and the two claim
+-- keys (the claims hash: "scope/key" -> record JSON, and the claim expiries zset) are passed in.
 -- Task save in ARGV from position `at` (offsets from `at`):
 --   +0  task field ("scope/id")           +1  task JSON (its byte length is its size)
 --   +2  listing info JSON                 +3  retention: "active", "terminal" or "paused"
@@ -9,18 +10,39 @@
 --   +8  max bytes per task                +9  stream MAXLEN (approximate)
 --   +10 stream TTL in milliseconds        +11 expected version: "" = unconditional,
 --                                                "0" = must not exist, n = stored version must be n
---   +12 .. #ARGV  event JSONs to append, in order
--- Defines read_task_write(at) -> task save table, check_task_write(w) -> {refusal = {"too_large"} |
--- {"task_conflict", current version} | {"full"}} or {plan} (writes nothing), and
+--   +12 first event number ("" = after the log's newest; see stores.base.TaskStore, "Event log")
+--   +13 claim field ("" = no idempotency key claimed)
+--   +14 claim record JSON                 +15 claim expiry time
+--   +16 max live claims per partition
+--   +17 .. #ARGV  event JSONs to append, in order
+-- Defines read_task_write(at, claims, claim_expiries) -> task save table, check_task_write(w) -> {refusal =
+-- {"too_large"} | {"task_conflict", current version} | {"claimed", record} | {"claims_full"} | {"full"}}
+-- or {plan} (writes nothing), and
 -- apply_task_write(w, plan, stream) -> sequence, new version.
-local function read_task_write(at)
+local function read_task_write(at, claims, claim_expiries)
   return {
     field = ARGV[at], body = ARGV[at + 1], info = ARGV[at + 2], retention = ARGV[at + 3],
     now = ARGV[at + 4], cutoff = ARGV[at + 5], max_tasks = tonumber(ARGV[at + 6]),
     max_bytes = tonumber(ARGV[at + 7]), max_task_bytes = tonumber(ARGV[at + 8]),
     stream_maxlen = ARGV[at + 9], stream_ttl = ARGV[at + 10], expect = ARGV[at + 11],
-    events_at = at + 12,
+    first_event = ARGV[at + 12], claim = ARGV[at + 13], claim_record = ARGV[at + 14],
+    claim_expires = ARGV[at + 15], max_claims = tonumber(ARGV[at + 16]),
+    claims = claims, claim_expiries = claim_expiries,
+    events_at = at + 17,
   }
+end
+
+-- An idempotency claim is live while its expiry lies after now; lapsed ones count for nothing.
+local function check_claim(w)
+  local expires = redis.call('ZSCORE', w.claim_expiries, w.claim)
+  if expires and tonumber(expires) > tonumber(w.now) then
+    return {'claimed', redis.call('HGET', w.claims, w.claim)}
+  end
+  local live = redis.call('HLEN', w.claims) - redis.call('ZCOUNT', w.claim_expiries, '-inf', w.now)
+  if live >= w.max_claims then
+    return {'claims_full'}
+  end
+  return nil
 end
 
 local function check_task_write(w)
@@ -34,6 +56,13 @@ local function check_task_write(w)
     local current = version_of(field)
     if current ~= tonumber(w.expect) then
       return {refusal = {'task_conflict', current}}
+    end
+  end
+
+  if w.claim ~= '' then
+    local refusal = check_claim(w)
+    if refusal then
+      return {refusal = refusal}
     end
   end
 
@@ -97,9 +126,28 @@ local function apply_task_write(w, plan, stream)
     redis.call('ZADD', KEYS[5], w.now, field)
   end
 
+  if w.claim ~= '' then  -- drop the lapsed claims (O(lapsed)), then record this one
+    for _, lapsed in ipairs(redis.call('ZRANGEBYSCORE', w.claim_expiries, '-inf', w.now)) do
+      redis.call('HDEL', w.claims, lapsed)
+    end
+    redis.call('ZREMRANGEBYSCORE', w.claim_expiries, '-inf', w.now)
+    redis.call('HSET', w.claims, w.claim, w.claim_record)
+    redis.call('ZADD', w.claim_expiries, w.claim_expires, w.claim)
+  end
+
   if #ARGV >= w.events_at then
+    -- Entry ids are the events' numbers ("n-0"), so a reader resumes after a number with XREAD.
+    local newest = 0
+    local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+    if #top > 0 then newest = tonumber(string.match(top[1][1], '^(%d+)')) end
+    local first = newest + 1
+    if w.first_event ~= '' then first = tonumber(w.first_event) end
+    if first <= newest then
+      redis.call('DEL', stream)  -- a log of an earlier numbering restarts (XADD needs growing ids)
+    end
     for i = w.events_at, #ARGV do
-      redis.call('XADD', stream, 'MAXLEN', '~', w.stream_maxlen, '*', 'e', ARGV[i])
+      local id = string.format('%d-0', first + i - w.events_at)
+      redis.call('XADD', stream, 'MAXLEN', '~', w.stream_maxlen, id, 'e', ARGV[i])
     end
     redis.call('PEXPIRE', stream, w.stream_ttl)
   end

@@ -73,10 +73,14 @@ def test_rest_responses_are_native(client: Any) -> None:
 
 
 def test_sse_framing(client: Any) -> None:
-    """Each event is one compact ``data:`` line followed by a blank line."""
+    """Each event is an ``id:`` line (the first also a ``retry:`` hint before it) and one compact ``data:``
+    line, followed by a blank line."""
     stream = client.post("/a2a/rest/message:stream", json={"message": user_message(text("x"))}, headers=V1)
     assert stream.headers["Cache-Control"] == "no-cache" and stream.headers["X-Accel-Buffering"] == "no"
     blocks = stream.data.decode().split("\n\n")
     assert blocks[-1] == ""
-    for block in blocks[:-1]:
-        assert block.startswith("data: {") and "\n" not in block and ", " not in block[:40]
+    assert blocks[0].startswith("retry: 2000\n")
+    for index, block in enumerate(blocks[:-1]):
+        lines = block.split("\n")[1:] if index == 0 else block.split("\n")
+        assert len(lines) == 2 and lines[0].startswith("id: g"), block
+        assert lines[1].startswith("data: {") and ", " not in lines[1][:40]

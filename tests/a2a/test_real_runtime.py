@@ -45,3 +45,25 @@ def test_unknown_artifact_fails_with_runtime_error(real: Any) -> None:
 def test_unknown_operation_fails(real: Any) -> None:
     state, _ = result(real, user_message(data({"operation": "launchRockets"})))
     assert state == "TASK_STATE_FAILED"
+
+
+def test_a_run_retried_with_its_idempotency_key_creates_no_second_execution_record() -> None:
+    app = create_app(config={"store_url": "memory://"})
+    client = app.test_client()
+    backend = app.extensions["quineling"].extras["backend"]
+
+    def send(part: dict[str, Any], **headers: str) -> Any:
+        body = {"message": user_message(part)}  # a fresh messageId on every retry
+        return client.post(
+            "/a2a/rest/message:send", json=body, headers={"A2A-Version": "1.0", **headers}
+        ).get_json()
+
+    created = send(text("[2,3,4] | square | sum | report total"))["task"]
+    artifact_id = created["artifacts"][0]["parts"][0]["data"]["result"]["artifact"]["id"]
+    run = data({"operation": "run", "artifactId": artifact_id})
+    first = send(run, **{"Idempotency-Key": "run-1"})["task"]
+    assert backend.usage("default").counters["records"] == 1
+    again = send(run, **{"Idempotency-Key": "run-1"})["task"]
+    assert again == first and backend.usage("default").counters["records"] == 1
+    send(run)  # without a key a resent run is a fresh execution, as the product specification says
+    assert backend.usage("default").counters["records"] == 2

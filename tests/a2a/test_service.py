@@ -9,6 +9,7 @@ import pytest
 from quineling.a2a import errors
 from quineling.a2a.context import CallContext
 from quineling.a2a.executor import QuinelingExecutor, request_of
+from quineling.a2a.generations import generation_of
 from quineling.a2a.service import A2AService
 from quineling.a2a.task_facts import describe_task
 from quineling.runtime.errors import QuinelingError
@@ -57,21 +58,28 @@ def service(store: CountingStore, backend: Any) -> A2AService:
 CTX = CallContext()
 
 
-def test_new_task_is_saved_once_and_logs_only_later_updates(
+def test_new_task_is_saved_once_and_logs_every_change_numbered_by_generation(
     service: A2AService, store: CountingStore
 ) -> None:
-    """One save per new task (no separate SUBMITTED save). Its events are not logged: no subscriber can hold
-    a log position before the task exists, and its snapshot already holds them. A follow-up's are logged."""
+    """One save per new task (no separate SUBMITTED save). Every change is logged, the first save's too (a
+    cut streaming send resumes from the log), and the log's entry ``n`` is the change of generation ``n``."""
     task = service.send_message({"message": user_message(text(" "))}, CTX)["task"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert task["metadata"]["generation"] == 4  # SUBMITTED, WORKING, the artifact, INPUT_REQUIRED
     assert {name: n for name, n in store.calls.items() if name in SAVES} == {"save_with_changes": 1}
-    assert store.inner.read_events(CTX.scope, task["id"], None, 0) == []
-    assert store.inner.last_event_id(CTX.scope, task["id"]) is None
+    first = store.inner.read_events(CTX.scope, task["id"], None, 0)
+    assert [e.event_id for e in first] == ["1-0", "2-0", "3-0", "4-0"]
+    assert [generation_of(next(iter(e.payload.values()))) for e in first] == [1, 2, 3, 4]
 
-    service.send_message({"message": user_message(text("x"), taskId=task["id"])}, CTX)
-    events = [e.payload for e in store.inner.read_events(CTX.scope, task["id"], None, 0)]
-    assert [next(iter(e)) for e in events] == ["statusUpdate", "artifactUpdate", "statusUpdate"]
-    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    after = service.send_message({"message": user_message(text("x"), taskId=task["id"])}, CTX)["task"]
+    assert after["metadata"]["generation"] == 7
+    events = store.inner.read_events(CTX.scope, task["id"], "4-0", 0)
+    assert [e.event_id for e in events] == ["5-0", "6-0", "7-0"]
+    payloads = [e.payload for e in events]
+    assert [next(iter(e)) for e in payloads] == ["statusUpdate", "artifactUpdate", "statusUpdate"]
+    assert payloads[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [p[next(iter(p))]["metadata"]["generation"] for p in payloads] == [5, 6, 7]
+    assert service.get_task({"id": task["id"]}, CTX)["metadata"]["generation"] == 7
 
 
 def test_stream_errors_are_eager(service: A2AService) -> None:

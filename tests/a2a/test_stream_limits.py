@@ -185,8 +185,7 @@ def test_follow_stops_within_a_poll_slice_once_told_to() -> None:
     store.save("s", task)
     stop = False
     settings = StreamSettings(keepalive_seconds=60, subscribe_max_seconds=60, poll_seconds=0.05)
-    events = follow(store, "s", task, None, settings, keepalive=True, should_stop=lambda: stop)
-    assert "task" in next(events)
+    events = follow(store, "s", task["id"], None, settings, keepalive=True, should_stop=lambda: stop)
     stop = True
     start = time.monotonic()
     assert list(events) == []  # ended, without a keep-alive or an error
@@ -200,7 +199,7 @@ def test_follow_keepalives_keep_their_period_across_poll_slices() -> None:
     store.save("s", task)
     settings = StreamSettings(keepalive_seconds=0.3, subscribe_max_seconds=1.0, poll_seconds=0.05)
     stamps, start = [], time.monotonic()
-    for event in follow(store, "s", task, None, settings, keepalive=True):
+    for event in follow(store, "s", task["id"], None, settings, keepalive=True):
         if event is None:
             stamps.append(time.monotonic() - start)
     assert len(stamps) == 3, stamps  # at about 0.3, 0.6 and 0.9 s, not one per 0.05 s slice

@@ -88,5 +88,5 @@ def test_subscribe_keepalive_and_bounded_wait() -> None:
     task = client.post("/a2a/jsonrpc", json=body, headers=V1).get_json()["result"]["task"]
     subscribe = {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task["id"]}}
     chunks = list(client.post("/a2a/jsonrpc", json=subscribe, headers=V1).response)
-    assert chunks[0].startswith(b"data: ")
+    assert chunks[0].startswith(b"retry: 2000\nid: g") and b"\ndata: " in chunks[0]
     assert b": keepalive\n\n" in chunks[1:]

@@ -19,7 +19,7 @@ from quineling.a2a import errors
 from quineling.a2a.context import CallContext
 from quineling.a2a.service import CONFLICT_ATTEMPTS, A2AService
 from quineling.a2a.task_facts import describe_task
-from stores.base import JSON, Backend, StateStore, TaskLimits, TaskStore, TaskWrite, Versioned
+from stores.base import JSON, Backend, KeyClaim, StateStore, TaskLimits, TaskStore, TaskWrite, Versioned
 from stores.changes import ChangeSet, Key
 from tests.a2a.conftest import FakeRuntime, text, user_message
 
@@ -49,10 +49,16 @@ class RacingTaskStore(TaskStore):
         return self.inner.load_versioned(scope, task_id)
 
     def save(
-        self, scope: str, task: JSON, events: Iterable[JSON] = (), *, expect_version: int | None = None
+        self,
+        scope: str,
+        task: JSON,
+        events: Iterable[JSON] = (),
+        *,
+        expect_version: int | None = None,
+        claim: KeyClaim | None = None,
     ) -> int:
         self._before_save(expect_version)
-        return self.inner.save(scope, task, events, expect_version=expect_version)
+        return self.inner.save(scope, task, events, expect_version=expect_version, claim=claim)
 
     def save_with_changes(
         self, scope: str, changes: ChangeSet, write: TaskWrite, now: float
@@ -76,6 +82,9 @@ class RacingTaskStore(TaskStore):
 
     def last_event_id(self, scope, task_id):  # type: ignore[no-untyped-def]
         return self.inner.last_event_id(scope, task_id)
+
+    def load_claim(self, scope, key):  # type: ignore[no-untyped-def]
+        return self.inner.load_claim(scope, key)
 
 
 class Pair:

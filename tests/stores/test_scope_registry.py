@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from quineling.a2a.task_facts import describe_task
 from stores import Backend, ChangeSet, Lease, Quota, RedisBackend, ScopeLimitReached, ScopeLimits, TaskQuery
 from stores import keys as store_keys
-from stores.base import TaskWrite
+from stores.base import KeyClaim, TaskWrite
 from tests.conftest import BACKENDS, FakeClock
 from tests.support.redis_keys import keys_under
 
@@ -30,10 +30,10 @@ def registry(backend: Backend, clock: FakeClock, max_scopes: int = 2) -> Any:
 
 def fill(backend: Backend, scope: str, clock: FakeClock) -> None:
     """A document, a counter, documents with retention (an expiry, an owned one, held amounts), a task with an
-    event and a listing identity in ``scope``."""
+    event, an idempotency claim and a listing identity in ``scope``."""
     tasks = backend.task_store(describe=describe_task, clock=clock)
     body = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
-    write = TaskWrite(tasks, f"{scope}/u", body)
+    write = TaskWrite(tasks, f"{scope}/u", body, claim=KeyClaim("k1", {"taskId": "t1"}, 10 * IDLE))
     leases = {LEASED: Lease(clock.now + 10 * IDLE, holds={"slots": 1}), OWNED: Lease(owner=LEASED)}
     changes = ChangeSet(
         expect={DOC: 0, LEASED: 0, OWNED: 0},

@@ -14,6 +14,7 @@ from quineling.a2a.compat_v03.card import card_to_v03
 from quineling.a2a.compat_v03.params import send_params_to_v1, task_push_config_to_v03, task_push_config_to_v1
 from quineling.a2a.compat_v03.translate import stream_response_to_v03, task_to_v03
 from quineling.a2a.errors import InvalidParamsError, MethodNotFoundError, TaskNotFoundError
+from quineling.a2a.event_ids import StreamEvent
 from stores.jsontypes import JSON as Json
 
 V03_STREAM_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
@@ -48,6 +49,8 @@ def _events(events: Iterator[Json | None]) -> Iterator[Json | None]:
                 yield None
                 continue
             translated = stream_response_to_v03(event)
+            if isinstance(event, StreamEvent):  # the SSE id survives the translation
+                translated = StreamEvent(translated, event.event_id)
             yield translated
             if translated.get("final") is True:
                 return
