@@ -59,12 +59,6 @@ def retention(prefix: str, scope: str) -> list[str]:
     return [f"{tag}:exp", f"{tag}:own", f"{tag}:deps", f"{tag}:hold"]
 
 
-def registry(prefix: str) -> str:
-    """Set: every scope (raw name) that committed under ``prefix``, for operators (``Backend.scopes``). The one
-    key outside a scope's hash tag: every commit adds its scope."""
-    return f"{prefix}:scopes"
-
-
 def document_field(key: Key) -> str:
     kind, ident = key
     return f"{_escape(kind)}/{_escape(ident)}"
@@ -116,8 +110,9 @@ def task_events_prefix(prefix: str, partition: str) -> str:
 
 def partition_keys(prefix: str, partition: str) -> list[str]:
     """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
-    (not the per-task event streams, which expire on their own TTL, nor the deployment's :func:`registry` set,
-    which names the partition as a member). Deleting these deletes the partition."""
+    (not the per-task event streams, which expire on their own TTL, nor the operation keys of its writes,
+    which do too, nor the :func:`scope_registry`, which names the partition as a member). Deleting these
+    deletes the partition."""
     return [
         documents(prefix, partition),
         versions(prefix, partition),
@@ -129,9 +124,25 @@ def partition_keys(prefix: str, partition: str) -> list[str]:
 
 
 def scope_registry(prefix: str) -> str:
-    """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py). Its tag holds a
-    ``#``, which every scope's tag escapes, so it is nobody's scope."""
+    """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py); the one registry
+    of scopes, for the bound on live scopes and for operators (``Backend.scopes``). Its tag holds a ``#``,
+    which every scope's tag escapes, so it is nobody's scope. No script writes it together with a scope's
+    keys: it is in a slot of its own (see stores/redis_scopes.py)."""
     return f"{prefix}:{{#scopes}}:live"
+
+
+OPERATION_MARK = ":op:"
+
+
+def operation(key: str, operation_id: str) -> str:
+    """String: the recorded reply of one write script call (``stores/lua/once.lua``), expiring on its own. It
+    starts with the call's first key, so it carries that key's hash tag and lies in its slot."""
+    return f"{key}{OPERATION_MARK}{operation_id}"
+
+
+def is_operation(key: str) -> bool:
+    """Whether ``key`` is an operation key (:func:`operation`): no store key's fields contain the mark."""
+    return OPERATION_MARK in key
 
 
 def all_keys_pattern(prefix: str) -> str:
