@@ -47,7 +47,9 @@ class LocalCluster:
         return DATA_ROOT / f"qcluster-{port}"
 
     def node(self, port: int, timeout: float = 1.0) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout)
+        return redis.Redis(
+            host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
 
     def answers(self, port: int) -> bool:
         client = self.node(port, 0.3)
@@ -66,7 +68,9 @@ class LocalCluster:
             return
         folder = self.directory(port)
         folder.mkdir(parents=True, exist_ok=True)
-        durability = ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
+        durability = (
+            ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
+        )
         subprocess.run(
             [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
              *durability, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
