@@ -110,9 +110,8 @@ def task_events_prefix(prefix: str, partition: str) -> str:
 
 def partition_keys(prefix: str, partition: str) -> list[str]:
     """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
-    (not the per-task event streams, which expire on their own TTL, nor the operation keys of its writes,
-    which do too, nor the :func:`scope_registry`, which names the partition as a member). Deleting these
-    deletes the partition."""
+    (not the per-task event streams, which expire on their own TTL, nor the :func:`scope_registry`, which
+    names the partition as a member). Deleting these deletes the partition."""
     return [
         documents(prefix, partition),
         versions(prefix, partition),
@@ -120,6 +119,8 @@ def partition_keys(prefix: str, partition: str) -> list[str]:
         *retention(prefix, partition),
         *task_keys(prefix, partition).values(),
         task_identity(prefix, partition),
+        *operations(documents(prefix, partition)),  # commits' and resets' (their first key)
+        *operations(task_keys(prefix, partition)["data"]),  # task saves'
     ]
 
 
@@ -131,18 +132,11 @@ def scope_registry(prefix: str) -> str:
     return f"{prefix}:{{#scopes}}:live"
 
 
-OPERATION_MARK = ":op:"
-
-
-def operation(key: str, operation_id: str) -> str:
-    """String: the recorded reply of one write script call (``stores/lua/once.lua``), expiring on its own. It
-    starts with the call's first key, so it carries that key's hash tag and lies in its slot."""
-    return f"{key}{OPERATION_MARK}{operation_id}"
-
-
-def is_operation(key: str) -> bool:
-    """Whether ``key`` is an operation key (:func:`operation`): no store key's fields contain the mark."""
-    return OPERATION_MARK in key
+def operations(key: str) -> list[str]:
+    """The recorded replies of the write script calls whose first key is ``key`` (``stores/lua/once.lua``): a
+    hash (operation id → reply) and a sorted set (operation id → when, ms). Their names start with ``key``, so
+    they carry its hash tag and lie in its slot."""
+    return [f"{key}:ops", f"{key}:ops-at"]
 
 
 def all_keys_pattern(prefix: str) -> str:

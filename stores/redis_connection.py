@@ -167,6 +167,10 @@ _NOT_REPEATED = (
 
 
 def _repeat_helps(error: BaseException) -> bool:
+    # NOSCRIPT reaching us: the script cache was flushed again between redis-py's reload and its resend (a
+    # failover or SCRIPT FLUSH under load); the repeat reloads it once more.
+    if isinstance(error, rex.NoScriptError):
+        return True
     return isinstance(error, rex.ConnectionError) and not isinstance(error, _NOT_REPEATED)
 
 
@@ -309,7 +313,7 @@ class Connection:
         """A registered script (prelude files first); calling it is one EVALSHA (plus a SCRIPT LOAD when the
         server does not know it yet, e.g. after a restart or a failover). ``repeatable``: a read, or a script
         whose second run changes nothing the first did not. ``once``: a write, wrapped in ``lua/once.lua`` and
-        given an operation key of its own per call (in the slot of its first key), so a repeat of the call
+        given an operation id of its own per call (recorded in the slot of its first key), so a repeat of the call
         answers the first run's reply: such a call is repeatable (say so, ``repeatable=True``). See the module
         doc."""
         name = "+".join(("once", *names) if once else names)
@@ -324,8 +328,9 @@ class Connection:
             )
 
         def call_once(keys_: Sequence[str], args: Sequence[Any]) -> Any:
-            operation = [*keys_, keys.operation(keys_[0], secrets.token_hex(12))]
-            return self._guard(lambda: script(operation, args, client=self.client), repeatable=repeatable)
+            recorded = [*keys_, *keys.operations(keys_[0])]
+            operation = [*args, secrets.token_hex(12)]  # one id per call, the same for its repeats
+            return self._guard(lambda: script(recorded, operation, client=self.client), repeatable=repeatable)
 
         return call_once
 

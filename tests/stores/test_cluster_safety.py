@@ -195,8 +195,8 @@ def test_a_doubled_call_answers_the_first_reply(make_backend: Any, clock: FakeCl
     names = tasks._keys("s/u")  # type: ignore[attr-defined]
     stream = store_keys.task_events(backend.prefix, "s/u", "t")
     _, _, args = tasks._write_args("s/u", task("t"), [{"e": 2}], None)  # type: ignore[attr-defined]
-    operation = store_keys.operation(names[0], "fixed-op")
-    first = script([*names, stream, operation], args, client=conn.shared)
-    second = script([*names, stream, operation], args, client=conn.shared)
+    recorded = [*names, stream, *store_keys.operations(names[0])]
+    first = script(recorded, [*args, "fixed-op"], client=conn.shared)
+    second = script(recorded, [*args, "fixed-op"], client=conn.shared)
     assert first == second and len(tasks.read_events("s/u", "t", None, 0)) == 2  # e:1 and e:2, once
     assert tasks.load_versioned("s/u", "t").version == int(first[2])

@@ -69,7 +69,7 @@ class LocalCluster:
         folder = self.directory(port)
         folder.mkdir(parents=True, exist_ok=True)
         durability = (
-            ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
+            ["--appendonly", "yes", "--appendfsync", "everysec"] if self.aof else ["--appendonly", "no"]
         )
         subprocess.run(
             [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
@@ -154,16 +154,18 @@ class LocalCluster:
                 self.kill(port)
             shutil.rmtree(self.directory(port), ignore_errors=True)
 
-    def slot_owner(self, slot: int) -> int:
-        """The port of the master that serves ``slot``."""
+    def slot_ranges(self) -> list[tuple[int, int, int]]:
+        """(first slot, last slot, port of its master) for every range, as the cluster reports it now."""
         client = self.node(self.ports[0])
         try:
-            for start, end, primary, *_ in client.execute_command("CLUSTER", "SLOTS"):
-                if start <= slot <= end:
-                    return int(primary[1])
+            reply = client.execute_command("CLUSTER", "SLOTS")
         finally:
             client.close()
-        raise LookupError(slot)
+        return [(int(start), int(end), int(primary[1])) for start, end, primary, *_ in reply]
+
+    def slot_owner(self, slot: int) -> int:
+        """The port of the master that serves ``slot``."""
+        return owner_of(self.slot_ranges(), slot)
 
     def node_id(self, port: int) -> str:
         client = self.node(port)
@@ -172,6 +174,14 @@ class LocalCluster:
         finally:
             client.close()
         return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def owner_of(ranges: list[tuple[int, int, int]], slot: int) -> int:
+    """The port serving ``slot`` in :meth:`LocalCluster.slot_ranges`' answer."""
+    for start, end, port in ranges:
+        if start <= slot <= end:
+            return port
+    raise LookupError(slot)
 
 
 def main(argv: list[str]) -> int:
