@@ -24,7 +24,7 @@ def test_many_principals_spread_over_every_master(make_backend: Any) -> None:
     cluster = backend.connection.shared
     per_master: Counter[str] = Counter()
     for node in cluster.get_primaries():  # a test may walk each primary's keyspace; a request never does
-        for key in cluster.scan_iter(match=f"{backend.prefix}:*:doc", count=500, target_nodes=node):
+        for _key in cluster.scan_iter(match=f"{backend.prefix}:*:doc", count=500, target_nodes=node):
             per_master[f"{node.host}:{node.port}"] += 1
     assert sum(per_master.values()) == PRINCIPALS and len(per_master) == 3, per_master
     share = PRINCIPALS / 3
