@@ -91,7 +91,9 @@ def live_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if store_url.startswith(("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")):
+        if store_url.startswith(
+            ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+        ):
             delete_under(store_url, prefix)
         log.unlink(missing_ok=True)
 
