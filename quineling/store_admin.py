@@ -58,8 +58,9 @@ def tenant_in(scope: str, principal: str) -> str | None:
 
 
 def select(backend: Backend, principal: str | None, tenant: str | None) -> list[str]:
-    """The registered scopes an operator asked for: all of them, a principal's, or one tenant's of theirs."""
-    registered = backend.scopes()
+    """The registered scopes an operator asked for that hold something: all of them, a principal's, or one
+    tenant's of theirs. (A scope stays registered while empty until it is reclaimed, stores/scopes.py.)"""
+    registered = [scope for scope in backend.scopes() if not backend.usage(scope).is_empty]
     if principal is None:
         return registered
     if tenant is not None:

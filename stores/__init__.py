@@ -44,7 +44,8 @@ BACKENDS: dict[str, Callable[..., Backend]] = {
 
 
 def backend_from_url(url: str, **options: Any) -> Backend:
-    """Pick a backend by URL scheme: ``memory://``, ``redis://host:port/db``, ``rediss://…``, ``unix://…``."""
+    """Pick a backend by URL scheme: ``memory://``, ``redis://host:port/db``, ``rediss://…``, ``unix://…``,
+    ``redis+cluster://host:port[,host:port…]``, ``rediss+cluster://…`` (a Redis Cluster, docs/cluster.md)."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     try:
         backend_cls = BACKENDS[scheme]

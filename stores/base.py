@@ -450,7 +450,8 @@ class Backend(ABC):
 
     @abstractmethod
     def scopes(self) -> list[str]:
-        """Every scope that holds documents or tasks (sorted): what :meth:`usage` and :meth:`reset` take."""
+        """Every scope in the scope registry (sorted; :meth:`scope_registry`): admitted and not yet reclaimed,
+        so every scope a server wrote in. What :meth:`usage` and :meth:`reset` take."""
 
     @abstractmethod
     def usage(self, scope: str, now: float | None = None) -> ScopeUsage:

@@ -59,12 +59,6 @@ def retention(prefix: str, scope: str) -> list[str]:
     return [f"{tag}:exp", f"{tag}:own", f"{tag}:deps", f"{tag}:hold"]
 
 
-def registry(prefix: str) -> str:
-    """Set: every scope (raw name) that committed under ``prefix``, for operators (``Backend.scopes``). The one
-    key outside a scope's hash tag: every commit adds its scope."""
-    return f"{prefix}:scopes"
-
-
 def rate_window(prefix: str, identity: str, window: str) -> str:
     """String: the request count of ``identity`` (a principal, or a client address) in one rate-limit window,
     ``q:rate:{identity}:window``; the tag keeps one identity's windows in one slot."""
@@ -133,8 +127,8 @@ def task_events_prefix(prefix: str, partition: str) -> str:
 
 def partition_keys(prefix: str, partition: str) -> list[str]:
     """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
-    (not the per-task event streams, which expire on their own TTL, nor the deployment's :func:`registry` set,
-    which names the partition as a member). Deleting these deletes the partition."""
+    (not the per-task event streams, which expire on their own TTL, nor the :func:`scope_registry`, which
+    names the partition as a member). Deleting these deletes the partition."""
     return [
         documents(prefix, partition),
         versions(prefix, partition),
@@ -143,13 +137,24 @@ def partition_keys(prefix: str, partition: str) -> list[str]:
         *task_keys(prefix, partition).values(),
         task_identity(prefix, partition),
         *task_claims(prefix, partition),
+        *operations(documents(prefix, partition)),  # commits' and resets' (their first key)
+        *operations(task_keys(prefix, partition)["data"]),  # task saves'
     ]
 
 
 def scope_registry(prefix: str) -> str:
-    """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py). Its tag holds a
-    ``#``, which every scope's tag escapes, so it is nobody's scope."""
+    """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py); the one registry
+    of scopes, for the bound on live scopes and for operators (``Backend.scopes``). Its tag holds a ``#``,
+    which every scope's tag escapes, so it is nobody's scope. No script writes it together with a scope's
+    keys: it is in a slot of its own (see stores/redis_scopes.py)."""
     return f"{prefix}:{{#scopes}}:live"
+
+
+def operations(key: str) -> list[str]:
+    """The recorded replies of the write script calls whose first key is ``key`` (``stores/lua/once.lua``): a
+    hash (operation id → reply) and a sorted set (operation id → when, ms). Their names start with ``key``, so
+    they carry its hash tag and lie in its slot."""
+    return [f"{key}:ops", f"{key}:ops-at"]
 
 
 def all_keys_pattern(prefix: str) -> str:

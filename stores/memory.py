@@ -61,12 +61,8 @@ class MemoryBackend(Backend):
         """Nothing to reach: the data is in this process."""
 
     def scopes(self) -> list[str]:
-        data = self._data
-        with data.lock:
-            held = {scope for scope, docs in data.documents.items() if docs}
-            held |= {scope for scope, tasks in data.tasks.items() if tasks}
-            held |= {scope for scope, counters in data.counters.items() if any(counters.values())}
-        return sorted(held)
+        with self._data.lock:
+            return sorted(self._data.scopes)
 
     def usage(self, scope: str, now: float | None = None) -> ScopeUsage:
         with self._data.lock:

@@ -1,4 +1,5 @@
-"""The Redis backend (``redis://``, ``rediss://``, ``unix://``): shared by every worker of every process.
+"""The Redis backend (``redis://``, ``rediss://``, ``unix://``, and a Redis Cluster's ``redis+cluster://``,
+``rediss+cluster://``): shared by every worker of every process.
 
 Each store call is one server round trip (see :mod:`stores.redis_state` and :mod:`stores.redis_tasks`). Keys
 come from :mod:`stores.keys`; scripts from :mod:`stores.lua`; the client from :mod:`stores.redis_connection`.
@@ -10,12 +11,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import redis
-
 from stores import keys
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
+from stores.errors import StoreError, StoreUnavailable
 from stores.redis_changes import frees_at, state_keys, text
-from stores.redis_connection import Connection
+from stores.redis_connection import CLUSTER_SCHEMES, Connection, make_client
 from stores.redis_rate_counters import RedisRateCounter
 from stores.redis_scopes import RedisScopeRegistry
 from stores.redis_state import RedisStateStore
@@ -27,6 +27,7 @@ from stores.scopes import Clock, ScopeLimits
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_MAX_BLOCK = 15.0  # the longest a blocking event read waits on the server (the keep-alive period)
+RESET_ATTEMPTS = 5  # a reset looks again at a scope's tasks when one was saved between its look and its run
 
 
 class RedisBackend(Backend):
@@ -41,7 +42,7 @@ class RedisBackend(Backend):
     hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
     """
 
-    scheme = ("redis", "rediss", "unix")
+    scheme = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
 
     def __init__(
         self,
@@ -67,8 +68,8 @@ class RedisBackend(Backend):
         if client is None:
             # retry=None: redis-py repeats no call by itself (Connection decides what may be repeated).
             options = {"socket_connect_timeout": socket_connect_timeout, "retry": None, **client_options}
-            client = redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
-            blocking = redis.Redis.from_url(url, socket_timeout=max_block_seconds + socket_timeout, **options)
+            client = make_client(url, socket_timeout=socket_timeout, **options)
+            blocking = make_client(url, socket_timeout=max_block_seconds + socket_timeout, **options)
         self.url = url
         self.prefix = prefix
         self.events_maxlen = events_maxlen
@@ -77,10 +78,10 @@ class RedisBackend(Backend):
         self.connection = Connection(client, blocking)
         self._state = RedisStateStore(self.connection, prefix)
         # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
-        # nothing more. reset is not repeated: between a lost reply and a repeat, new writes could land and
-        # be dropped unasked; the operator sees the error and runs it again.
+        # nothing more. reset is sent once=True: between a lost reply and a plain repeat, new writes could
+        # land and be dropped unasked; a repeat of the call answers the first run's report instead.
         self._usage = self.connection.script("changes", "scope_report", "usage", repeatable=True)
-        self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=False)
+        self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=True, once=True)
         self._rate_counter = RedisRateCounter(self.connection, prefix)
 
     def state_store(self, clock: Callable[[], float] | None = None) -> RedisStateStore:
@@ -114,30 +115,52 @@ class RedisBackend(Backend):
         return self._rate_counter
 
     def ping(self) -> None:
-        self.connection.command("ping", repeatable=True)  # a read
+        """PING; on a cluster, each primary in turn until one answers: the store is reachable while any part of
+        it is (a primary that is down fails the requests for its scopes only, docs/cluster.md)."""
+        if not self.connection.cluster:
+            self.connection.command("ping", repeatable=True)  # a read
+            return
+        failure: StoreError | None = None
+        for node in self.connection.shared.get_primaries():
+            try:
+                self.connection.command("ping", target_nodes=node, repeatable=True)
+                return
+            except StoreError as error:
+                failure = error
+        raise failure or StoreUnavailable("the Redis Cluster has no reachable primary")
 
     def scopes(self) -> list[str]:
-        """The registry's members (one SMEMBERS): every scope that committed since it last held nothing."""
-        return sorted(
-            text(member)
-            for member in self.connection.command("smembers", keys.registry(self.prefix), repeatable=True)
-        )
+        """The scope registry's members (one ZRANGE of stores/keys.py ``scope_registry``): every scope admitted
+        and not yet reclaimed."""
+        members = self.connection.command("zrange", keys.scope_registry(self.prefix), 0, -1, repeatable=True)
+        return sorted(text(member) for member in members)
 
     def usage(self, scope: str, now: float | None = None) -> ScopeUsage:
         """One EVALSHA of ``lua/usage.lua``: drop what lapsed, then report."""
         stats = keys.task_keys(self.prefix, scope)["stats"]
         at = time.time() if now is None else now
-        return _usage(scope, self._usage([*state_keys(self.prefix, scope), stats], [repr(float(at)), scope]))
+        return _usage(scope, self._usage([*state_keys(self.prefix, scope), stats], [repr(float(at))]))
 
     def reset(self, scope: str) -> ScopeUsage:
-        """One EVALSHA of ``lua/reset.lua``: the scope's documents and tasks go in one atomic step."""
+        """One EVALSHA of ``lua/reset.lua`` after an HKEYS of the scope's tasks (whose event streams it is
+        given in KEYS): the scope's documents and tasks go in one atomic step. Looked at again when a task
+        was saved in between."""
         task_keys = list(keys.task_keys(self.prefix, scope).values())
         streams = keys.task_events_prefix(self.prefix, scope)
-        reply = self._reset(
-            [*state_keys(self.prefix, scope), *task_keys, *keys.task_claims(self.prefix, scope)],
-            [repr(time.time()), scope, streams],
-        )
-        return _usage(scope, reply)
+        for _ in range(RESET_ATTEMPTS):
+            fields = [
+                text(field) for field in self.connection.command("hkeys", task_keys[0], repeatable=True)
+            ]
+            script_keys = [
+                *state_keys(self.prefix, scope),
+                *task_keys,
+                *keys.task_claims(self.prefix, scope),
+                *(streams + field for field in fields),
+            ]
+            reply = self._reset(script_keys, [repr(time.time()), *fields])
+            if text(reply[0]) != "again":
+                return _usage(scope, reply)
+        raise StoreUnavailable(f"scope {scope} kept getting new tasks during its reset; run it again")
 
     def round_trips(self) -> int:
         return self.connection.round_trips

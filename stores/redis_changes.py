@@ -46,7 +46,6 @@ def state_keys(prefix: str, scope: str) -> list[str]:
         keys.versions(prefix, scope),
         keys.counters(prefix, scope),
         *keys.retention(prefix, scope),
-        keys.registry(prefix),
     ]
 
 

@@ -1,5 +1,6 @@
 """One Redis client shared by the Redis backend's stores: per-thread connections, a separate pool for blocking
 reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/lua``.
+The client is a single server's (``redis://``) or a Redis Cluster's (``redis+cluster://``, :func:`make_client`).
 
 Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
 
@@ -11,6 +12,11 @@ Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
 * A call that is safe to repeat (``repeatable=True``: a read, or a script whose second run changes nothing the
   first did not) is sent once more when it fails with a connection error; a write is never repeated, because
   the first attempt may have been applied before its reply was lost.
+* A write script is sent ``once=True``: it records its reply under an operation id of the call, in its own
+  slot, and a repeat of that call answers the recorded reply and writes nothing (``lua/once.lua``). So a repeat
+  — ours, or the cluster client's own after a timeout or a failover — can never apply a write twice.
+* Scripts are redis-py ``Script`` objects: one that the server no longer knows (a restart, a failover to a
+  replica, ``SCRIPT FLUSH``) is loaded again and sent again within the same call.
 * Every driver failure becomes a :class:`~stores.errors.StoreError`: transient ones (connection, timeout,
   loading, read-only replica, out of memory, script cache flushed, busy, socket errors) as
   :class:`~stores.errors.StoreUnavailable`, anything else as a plain ``StoreError``.
@@ -19,15 +25,94 @@ Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import redis
 from redis import exceptions as rex
+from redis.backoff import ExponentialBackoff
+from redis.cluster import ClusterNode, RedisCluster
+from redis.retry import Retry
 
+from stores import keys
 from stores.errors import StoreError, StoreUnavailable
+
+CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
+# How often the cluster client itself sends a call again after a connection error, a timeout or a cluster
+# that is down, re-reading the slot map in between (a failover moves slots to a replica). Safe: reads are
+# repeatable and writes are sent once=True. Few and short, so a dead primary's scopes fail within a bound.
+CLUSTER_RETRIES = 2
+CLUSTER_BACKOFF = ExponentialBackoff(cap=0.5, base=0.05)
+
+
+def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
+    """The redis-py client for a store URL: ``redis://``, ``rediss://``, ``unix://`` (one server) or
+    ``redis+cluster://[user:password@]host:port[,host:port...]`` and ``rediss+cluster://`` (TLS): a Redis
+    Cluster reached through any of the listed nodes (the client learns the rest from them). A cluster has no
+    database numbers: its URL has no path but ``/`` or ``/0``, and no query."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in CLUSTER_SCHEMES:
+        return redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
+    settings: dict[str, Any] = {
+        **{name: value for name, value in options.items() if name != "retry"},
+        **cluster_auth(url),
+        "ssl": scheme == "rediss+cluster",
+        "socket_timeout": socket_timeout,
+        # The cluster client's own repeats (CLUSTER_RETRIES) replace the single-server option; other scopes
+        # stay served while some slots have no primary (the servers need cluster-require-full-coverage no
+        # for that, docs/cluster.md).
+        "retry": Retry(CLUSTER_BACKOFF, CLUSTER_RETRIES),
+        "require_full_coverage": False,
+    }
+    return RedisCluster(startup_nodes=cluster_nodes(url), **settings)
+
+
+def _cluster_parts(url: str) -> tuple[str, str]:
+    """A cluster URL's userinfo and host list; ``ValueError`` for a path, query or fragment."""
+    rest = url.split("://", 1)[1]
+    netloc, _, tail = rest.partition("/")
+    if tail not in ("", "0") or "?" in rest or "#" in rest:
+        raise ValueError(
+            f"a Redis Cluster URL names nodes only (no database, path or query): {_redacted(url)!r}"
+        )
+    userinfo, _, hosts = netloc.rpartition("@")
+    return userinfo, hosts
+
+
+def _redacted(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}"
+
+
+def cluster_nodes(url: str) -> list[ClusterNode]:
+    """The startup nodes of a cluster URL, each ``host:port`` (``[v6]:port`` for IPv6)."""
+    nodes = []
+    for item in _cluster_parts(url)[1].split(","):
+        parts = urlsplit(f"//{item.strip()}")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if not parts.hostname or port is None:
+            raise ValueError(f"a Redis Cluster URL lists host:port pairs; got {item!r} in {_redacted(url)!r}")
+        nodes.append(ClusterNode(parts.hostname, port))  # type: ignore[no-untyped-call]
+    return nodes
+
+
+def cluster_auth(url: str) -> dict[str, str]:
+    """``username``/``password`` from a cluster URL's userinfo (percent-decoded), as redis-py takes them."""
+    userinfo = _cluster_parts(url)[0]
+    if not userinfo:
+        return {}
+    user, has_password, password = userinfo.partition(":")
+    auth = {"password": unquote(password)} if has_password else {"password": unquote(user)}
+    if has_password and user:
+        auth["username"] = unquote(user)
+    return auth
 
 
 def lua_source(*names: str) -> str:
@@ -82,6 +167,10 @@ _NOT_REPEATED = (
 
 
 def _repeat_helps(error: BaseException) -> bool:
+    # NOSCRIPT reaching us: the script cache was flushed again between redis-py's reload and its resend (a
+    # failover or SCRIPT FLUSH under load); the repeat reloads it once more.
+    if isinstance(error, rex.NoScriptError):
+        return True
     return isinstance(error, rex.ConnectionError) and not isinstance(error, _NOT_REPEATED)
 
 
@@ -102,18 +191,44 @@ class Connection:
     def __init__(self, client: Any, blocking: Any = None) -> None:
         self.shared = client
         self.blocking = client if blocking is None else blocking
+        # A cluster client keeps a pool per node and is shared by all threads (it checks a pooled connection
+        # before handing it out): no per-thread connection for it.
+        self.cluster = isinstance(client, RedisCluster)
         self._scripts: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._round_trips = 0
         self._own = threading.local()
+        self._observer: Callable[[tuple[Any, ...]], None] | None = None
+
+    def observe(self, observer: Callable[[tuple[Any, ...]], None]) -> None:
+        """Call ``observer`` with the arguments of every command sent from now on (scripts' EVALSHA and
+        SCRIPT LOAD included), before it is sent: tests check each call's keys share one slot."""
+        self._observer = observer
+        for client in (self.shared, self.blocking):
+            self._watched(client)
+        self._own = threading.local()  # per-thread clients made from now on are watched
+
+    def _watched(self, client: Any) -> Any:
+        observer = self._observer
+        if observer is not None:
+            send = type(client).execute_command.__get__(client)
+
+            def execute_command(*args: Any, **options: Any) -> Any:
+                observer(args)
+                return send(*args, **options)
+
+            client.execute_command = execute_command
+        return client
 
     @property
     def client(self) -> Any:
         """This thread's client, its connection checked (see :meth:`_drop_if_closed`)."""
+        if self.cluster:
+            return self.shared
         own = self._own
         if getattr(own, "generation", None) != _fork_generation:
-            own.client = redis.Redis(
-                connection_pool=self.shared.connection_pool, single_connection_client=True
+            own.client = self._watched(
+                redis.Redis(connection_pool=self.shared.connection_pool, single_connection_client=True)
             )
             own.generation = _fork_generation
         self._drop_if_closed(own.client)
@@ -137,6 +252,11 @@ class Connection:
 
     def close(self) -> None:
         """Disconnect every connection of both pools, including those the threads hold."""
+        if self.cluster:
+            self.shared.close()  # every node's pool
+            if self.blocking is not self.shared:
+                self.blocking.close()
+            return
         self.shared.close()
         self.shared.connection_pool.disconnect()
         if self.blocking is not self.shared:
@@ -187,14 +307,36 @@ class Connection:
         replies: list[Any] = self._guard(run, repeatable=repeatable)
         return replies
 
-    def script(self, *names: str, repeatable: bool) -> Callable[[Sequence[str], Sequence[Any]], Any]:
+    def script(
+        self, *names: str, repeatable: bool, once: bool = False
+    ) -> Callable[[Sequence[str], Sequence[Any]], Any]:
         """A registered script (prelude files first); calling it is one EVALSHA (plus a SCRIPT LOAD when the
-        server does not know it yet, e.g. after a restart). ``repeatable``: see the module doc."""
-        name = "+".join(names)
+        server does not know it yet, e.g. after a restart or a failover). ``repeatable``: a read, or a script
+        whose second run changes nothing the first did not. ``once``: a write, wrapped in ``lua/once.lua`` and
+        given an operation id of its own per call (recorded in the slot of its first key), so a repeat of the call
+        answers the first run's reply: such a call is repeatable (say so, ``repeatable=True``). See the module
+        doc."""
+        name = "+".join(("once", *names) if once else names)
         with self._lock:
             script = self._scripts.get(name)
             if script is None:
-                script = self._scripts[name] = self.shared.register_script(lua_source(*names))
-        return lambda keys_, args: self._guard(
-            lambda: script(keys_, args, client=self.client), repeatable=repeatable
-        )
+                source = once_source(*names) if once else lua_source(*names)
+                script = self._scripts[name] = self.shared.register_script(source)
+        if not once:
+            return lambda keys_, args: self._guard(
+                lambda: script(keys_, args, client=self.client), repeatable=repeatable
+            )
+
+        def call_once(keys_: Sequence[str], args: Sequence[Any]) -> Any:
+            recorded = [*keys_, *keys.operations(keys_[0])]
+            operation = [*args, secrets.token_hex(12)]  # one id per call, the same for its repeats
+            return self._guard(lambda: script(recorded, operation, client=self.client), repeatable=repeatable)
+
+        return call_once
+
+
+def once_source(*names: str) -> str:
+    """A write script as ``lua/once.lua`` runs it: the script's body becomes the function ``once`` calls."""
+    return "\n".join(
+        [lua_source("once"), "local function body()", lua_source(*names), "end", "return once(body)"]
+    )

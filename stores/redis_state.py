@@ -25,9 +25,9 @@ class RedisStateStore(StateStore):
         self._location = (conn, prefix)  # two stores over one connection and prefix commit together
         # A read script changes nothing but lapsed documents (dropped again by a repeat): safe to repeat.
         self._read = conn.script("read", repeatable=True)
-        # Never repeated: a commit whose reply was lost may have been applied, and a repeat could apply its
-        # quota deltas twice (or fail as a conflict with itself).
-        self._commit = conn.script("changes", "commit", repeatable=False)
+        # Sent once=True: a commit whose reply was lost may have been applied, and a plain repeat could apply
+        # its quota deltas twice (or fail as a conflict with itself); a repeat of the call answers its reply.
+        self._commit = conn.script("changes", "commit", repeatable=True, once=True)
 
     def now(self) -> float:
         return float(self._clock())

@@ -82,13 +82,13 @@ class RedisTaskStore(TaskStore):
         self._list = self._conn.script(_PRELUDE, "task_list", repeatable=True)
         self._page = self._conn.script("task_page", repeatable=True)  # reads only
         self._claim = self._conn.script("claim_load", repeatable=True)  # reads only
-        # Saves are never repeated. A save whose reply was lost may have been applied: a repeat of an
+        # Saves are sent once=True. A save whose reply was lost may have been applied: a plain repeat of an
         # unconditional save would append its events twice, a conditional one would fail as a conflict
         # with itself (reported as a concurrent change), and one that commits a change set could apply
-        # its quota deltas twice.
-        self._save = self._conn.script(_PRELUDE, "task_write", "task_save", repeatable=False)
+        # its quota deltas twice; a repeat of the call answers the first run's reply instead.
+        self._save = self._conn.script(_PRELUDE, "task_write", "task_save", repeatable=True, once=True)
         self._commit_task = self._conn.script(
-            _PRELUDE, "task_write", "changes", "commit_task", repeatable=False
+            _PRELUDE, "task_write", "changes", "commit_task", repeatable=True, once=True
         )
 
     @property
@@ -128,9 +128,7 @@ class RedisTaskStore(TaskStore):
         if size > self.limits.max_task_bytes:  # cheap early refusal; the script checks again
             raise TaskTooLarge(f"task {task_id} is {size} bytes; the limit is {self.limits.max_task_bytes}")
         stream = keys.task_events(self._prefix, scope, task_id)
-        registry = keys.registry(self._prefix)  # the partition joins the operators' registry of scopes
-        script_keys = [*self._keys(scope), stream, registry, *self._claim_keys(scope)]
-        reply = self._save(script_keys, [task_partition(scope), *args])
+        reply = self._save([*self._keys(scope), stream, *self._claim_keys(scope)], args)
         return self._saved(task_id, expect, reply, claim)
 
     def save_with_changes(

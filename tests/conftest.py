@@ -15,12 +15,30 @@ import pytest
 
 from quineling.a2a.task_facts import describe_task
 from stores import Backend, MemoryBackend, RedisBackend, StateStore, TaskLimits, TaskStore
+from tests.support import redis_cluster
 from tests.support.redis_keys import delete_under
 
 REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
 needs_redis = pytest.mark.skipif(
     not REDIS_URL, reason="set QUINELING_TEST_REDIS_URL to run against real Redis"
 )
+# A Redis Cluster of three masters: QUINELING_TEST_REDIS_CLUSTER_URL (.ci/run starts one), or else one this
+# session starts itself on tests/support/redis_cluster.py's ports when redis-server is installed.
+CLUSTER_URL = os.environ.get("QUINELING_TEST_REDIS_CLUSTER_URL", "")
+needs_cluster = pytest.mark.skipif(
+    not (CLUSTER_URL or redis_cluster.available()),
+    reason="set QUINELING_TEST_REDIS_CLUSTER_URL or install redis-server to run against a Redis Cluster",
+)
+ON_CLUSTER = [pytest.mark.redis, pytest.mark.cluster, needs_cluster]
+
+
+def cluster_url() -> str:
+    """The shared test cluster's URL, starting it on first use (see :data:`CLUSTER_URL`)."""
+    if CLUSTER_URL:
+        return CLUSTER_URL
+    cluster = redis_cluster.LocalCluster()
+    cluster.ensure()
+    return cluster.url
 
 
 class BackendMaker:
@@ -48,13 +66,17 @@ class BackendMaker:
             client = fakeredis.FakeRedis(server=self._server)
             backend = RedisBackend("redis://fake", client=client, prefix=prefix or self.prefix)
         else:
-            backend = RedisBackend(REDIS_URL, prefix=prefix or self.prefix)
+            backend = RedisBackend(self.url, prefix=prefix or self.prefix)
         self.made.append(backend)
         return backend
 
+    @property
+    def url(self) -> str:
+        return cluster_url() if self.kind == "cluster" else REDIS_URL
+
     def cleanup(self) -> None:
-        if self.kind == "redis" and self.made:
-            delete_under(REDIS_URL, *{backend.prefix for backend in self.made})  # type: ignore[attr-defined]
+        if self.kind in ("redis", "cluster") and self.made:
+            delete_under(self.url, *{backend.prefix for backend in self.made})  # type: ignore[attr-defined]
         for backend in self.made:
             backend.close()
 
@@ -63,6 +85,7 @@ BACKENDS: dict[str, Any] = {
     "memory": "memory",
     "fakeredis": "fakeredis",
     "redis": pytest.param("redis", marks=[pytest.mark.redis, needs_redis]),
+    "cluster": pytest.param("cluster", marks=ON_CLUSTER),
 }
 
 
@@ -116,21 +139,34 @@ def make_task_store(backend: Backend, clock: FakeClock) -> Callable[..., TaskSto
     return make
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster: needs a Redis Cluster (QUINELING_TEST_REDIS_CLUSTER_URL)")
+
+
 _skipped_redis_tests: list[str] = []
+_skipped_cluster_tests: list[str] = []
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.skipped and "redis" in report.keywords:
         _skipped_redis_tests.append(report.nodeid)
+    if report.skipped and "cluster" in report.keywords:
+        _skipped_cluster_tests.append(report.nodeid)
 
 
 def _redis_required_but_skipped() -> bool:
     return bool(os.environ.get("QUINELING_REQUIRE_REDIS") and _skipped_redis_tests)
 
 
+def _cluster_required_but_skipped() -> bool:
+    return bool(os.environ.get("QUINELING_REQUIRE_CLUSTER") and _skipped_cluster_tests)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """With QUINELING_REQUIRE_REDIS set (CI), a skipped real-Redis test fails the run instead of passing."""
-    if _redis_required_but_skipped() and session.exitstatus == pytest.ExitCode.OK:
+    """With QUINELING_REQUIRE_REDIS set (CI), a skipped real-Redis test fails the run instead of passing;
+    with QUINELING_REQUIRE_CLUSTER, a skipped Redis Cluster test does."""
+    required = _redis_required_but_skipped() or _cluster_required_but_skipped()
+    if required and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -139,6 +175,13 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(
             f"QUINELING_REQUIRE_REDIS is set but {len(_skipped_redis_tests)} real-Redis test(s) were skipped "
             f"(is QUINELING_TEST_REDIS_URL set and Redis up?), e.g. {_skipped_redis_tests[0]}",
+            red=True,
+        )
+    if _cluster_required_but_skipped():
+        terminalreporter.write_line(
+            f"QUINELING_REQUIRE_CLUSTER is set but {len(_skipped_cluster_tests)} Redis Cluster test(s) were "
+            f"skipped (is QUINELING_TEST_REDIS_CLUSTER_URL set and the cluster up?), e.g. "
+            f"{_skipped_cluster_tests[0]}",
             red=True,
         )
 

@@ -1,6 +1,6 @@
 -- changes.lua: shared prelude, prepended to commit.lua, commit_task.lua, usage.lua and reset.lua: one scope's
 -- retention (lazy expiry) and change set. The functions take a table of the scope's key names
--- (state_keys(at): KEYS[at..at+7]), because commit.lua passes its KEYS[1..8] and commit_task.lua its KEYS[9..16]:
+-- (state_keys(at): KEYS[at..at+6]), because commit.lua passes its KEYS[1..7] and commit_task.lua its KEYS[9..15]:
 --   documents hash:   field "kind/id" -> document JSON
 --   versions hash:    field "kind/id" -> integer version; "#floor" -> the highest version any document that
 --                     went away had (a new document starts above it, so no version is ever reused)
@@ -9,7 +9,6 @@
 --   owners hash:      field -> owner field, of documents that lapse with another one
 --   dependents zset:  members "owner|field" (all scored 0, ranged by lex; '|' and '}' never occur in a field)
 --   holds hash:       field -> JSON {quota name: amount} the document accounts for (given back when it lapses)
---   registry set:     every scope of the deployment's key prefix that committed (for operators)
 -- Change set in ARGV from position `at`: now, scope, E, P, D, Q, X (numbers of expected versions, puts, deletes,
 -- quotas, extensions), then E pairs (field, expected version), P quintuples (field, JSON, expiry time or "",
 -- owner field or "", holds JSON or ""), D fields, Q triples (name, delta, limit), X pairs (field, time); a
@@ -23,7 +22,7 @@ local FLOOR = '#floor'
 local function state_keys(at)
   return {
     documents = KEYS[at], versions = KEYS[at + 1], counters = KEYS[at + 2], expiries = KEYS[at + 3],
-    owners = KEYS[at + 4], dependents = KEYS[at + 5], holds = KEYS[at + 6], registry = KEYS[at + 7],
+    owners = KEYS[at + 4], dependents = KEYS[at + 5], holds = KEYS[at + 6],
   }
 end
 
@@ -208,6 +207,5 @@ local function apply_changes(c, s)
       redis.call('ZADD', s.expiries, ARGV[at + 1], ARGV[at])
     end
   end
-  redis.call('SADD', s.registry, c.scope)
   return written
 end

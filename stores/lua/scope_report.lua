@@ -1,8 +1,8 @@
 -- scope_report.lua: shared prelude (after changes.lua), prepended to usage.lua and reset.lua.
 -- Defines report(s, stats) -> {documents, document bytes, tasks, task bytes, then per non-zero counter: name,
 -- value, frees at (see frees_at in changes.lua) ...}, for the state keys `s` (see state_keys) and the
--- partition's task stats hash `stats` (see expire_paused.lua): the including script's KEYS[1..8] and KEYS[9]
--- or KEYS[14]; no ARGV of its own. Writes nothing.
+-- partition's task stats hash `stats` (see expire_paused.lua): the including script's KEYS[1..7] and KEYS[8]
+-- or KEYS[13]; no ARGV of its own. Writes nothing.
 local function report(s, stats)
   local documents = redis.call('HLEN', s.documents)
   local bytes = 0

@@ -108,8 +108,10 @@ def test_on_redis_the_two_tenants_have_keys_of_their_own(make_backend: Any) -> N
     send(client, "", text(SQUARE_SUM))
     send(client, "default", text("[4] | sum | report t"))
     redis = backend.connection.shared
-    # Every key but the deployment's scope registry (one per prefix, for the operator commands) is a scope's.
-    found = {key.decode() for key in keys_under(redis, backend.prefix)} - {keys.registry(backend.prefix)}
+    # Every key but the deployment's scope registry (one per prefix) is a scope's.
+    found = {key.decode() for key in keys_under(redis, backend.prefix)} - {
+        keys.scope_registry(backend.prefix)
+    }
     tenant_less, named = (
         keys.scope_tag(backend.prefix, "default"),
         keys.scope_tag(backend.prefix, "%64efault"),

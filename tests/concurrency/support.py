@@ -25,6 +25,7 @@ from stores.cache import CachingStateStore
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError
 from stores.redis import RedisBackend
+from stores.redis_connection import make_client
 from tests.support.redis_keys import delete_under
 
 PROCESSES = 8
@@ -41,7 +42,14 @@ def prepare(barrier: Any) -> None:
     Runtime()  # imports every operation module
 
 
-def redis_url() -> str:
+CLUSTER_PREFIX = "qt-ccc-"  # a prefix for a race on the Redis Cluster (fresh_prefix(cluster=True))
+
+
+def redis_url(prefix: str) -> str:
+    """The store a race under ``prefix`` runs on: the Redis Cluster for a cluster prefix, else Redis. Spawned
+    processes inherit both URLs from the test process's environment."""
+    if prefix.startswith(CLUSTER_PREFIX):
+        return os.environ["QUINELING_TEST_REDIS_CLUSTER_URL"]
     return os.environ["QUINELING_TEST_REDIS_URL"]
 
 
@@ -51,7 +59,7 @@ _opened: list[RedisBackend] = []
 def redis_runtime(prefix: str, limits: RuntimeLimits | None = None, env: Env | None = None) -> Runtime:
     """A runtime of the test process itself on ``prefix`` (closed when the prefix is cleaned up); its store
     decides expiry by ``env.now`` when an ``env`` is given."""
-    backend = RedisBackend(redis_url(), prefix=prefix)
+    backend = RedisBackend(redis_url(prefix), prefix=prefix)
     _opened.append(backend)
     store = backend.state_store(clock=env.now if env else None)
     return Runtime(store=store, limits=limits, env=env)
@@ -127,7 +135,7 @@ def dispatch_together(
     does), and dispatches those requests first, before anyone starts, to fill it. With ``at`` = (now, record
     TTL, idle TTL), the runtime and its store are stopped at that time, with that retention.
     """
-    backend = RedisBackend(redis_url(), prefix=prefix)
+    backend = RedisBackend(redis_url(prefix), prefix=prefix)
     env = Env(limits=RuntimeLimits(**limits))
     if at is not None:
         env.now, env.retention = (lambda: at[0]), Retention(at[1], at[2])
@@ -177,33 +185,32 @@ class Crowd:
         return [result.get(timeout=BARRIER_TIMEOUT * 2) for result in pending]
 
 
-def fresh_prefix() -> Iterator[str]:
-    """A unique key prefix; every key under it is deleted afterwards."""
-    prefix = f"qt-cc-{uuid.uuid4().hex[:12]}"
+def fresh_prefix(cluster: bool = False) -> Iterator[str]:
+    """A unique key prefix (on the cluster with ``cluster``); every key under it is deleted afterwards."""
+    prefix = f"{CLUSTER_PREFIX if cluster else 'qt-cc-'}{uuid.uuid4().hex[:12]}"
     yield prefix
     while _opened:
         _opened.pop().close()
-    delete_under(redis_url(), prefix)
+    delete_under(redis_url(prefix), prefix)
 
 
 def wipe_state(prefix: str, scope: str = DEFAULT_SCOPE) -> None:
     """Delete one scope's runtime state (documents, versions, counters), leaving tasks alone."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url())
+    client = make_client(redis_url(prefix), socket_timeout=5.0)
     try:
-        client.delete(
-            keys.documents(prefix, scope), keys.versions(prefix, scope), keys.counters(prefix, scope)
-        )
+        for key in (
+            keys.documents(prefix, scope),
+            keys.versions(prefix, scope),
+            keys.counters(prefix, scope),
+        ):
+            client.delete(key)
     finally:
         client.close()
 
 
 def stored(prefix: str, kind: str, scope: str = DEFAULT_SCOPE) -> dict[str, Any]:
     """Every stored document of ``kind`` in a scope, by id, read straight from Redis."""
-    import redis
-
-    client = redis.Redis.from_url(redis_url())
+    client = make_client(redis_url(prefix), socket_timeout=5.0)
     try:
         everything = client.hgetall(keys.documents(prefix, scope))
     finally:
@@ -217,7 +224,7 @@ def stored(prefix: str, kind: str, scope: str = DEFAULT_SCOPE) -> dict[str, Any]
 
 
 def counters(prefix: str, *names: str) -> dict[str, int]:
-    backend = RedisBackend(redis_url(), prefix=prefix)
+    backend = RedisBackend(redis_url(prefix), prefix=prefix)
     try:
         return backend.state_store().counters(DEFAULT_SCOPE, names)
     finally:

@@ -12,6 +12,7 @@ from typing import NoReturn
 
 import pytest
 
+from tests.conftest import ON_CLUSTER, cluster_url
 from tests.support.live import LiveServer, live_server
 
 
@@ -22,8 +23,16 @@ def sdk_unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LiveServer]:
-    """One real server per test module: memory store, one worker (the memory store is one process)."""
+@pytest.fixture(
+    scope="module",
+    params=["memory", pytest.param("cluster", marks=ON_CLUSTER)],
+)
+def server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """One real server per test module and store: the memory store with one worker (the memory store is one
+    process), and a three-master Redis Cluster with two workers (docs/cluster.md)."""
+    if request.param == "cluster":
+        with live_server(store_url=cluster_url(), workers=2) as live:
+            yield live
+        return
     with live_server(store_url="memory://", workers=1) as live:
         yield live

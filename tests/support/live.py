@@ -101,7 +101,9 @@ def live_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if share_with is None and store_url.startswith(("redis://", "rediss://", "unix://")):
+        if share_with is None and store_url.startswith(
+            ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+        ):
             delete_under(store_url, prefix)
         log.unlink(missing_ok=True)
 

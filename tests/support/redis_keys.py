@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from stores import keys
+from stores.redis_connection import make_client
 
 
 def keys_under(client: Any, prefix: str) -> list[bytes]:
@@ -43,9 +44,7 @@ def snapshot(client: Any, prefix: str) -> dict[bytes, tuple[str, Any]]:
 
 def delete_under(url: str, *prefixes: str) -> None:
     """Delete every key under each of ``prefixes`` on the Redis server at ``url``."""
-    import redis
-
-    client = redis.Redis.from_url(url)
+    client = make_client(url, socket_timeout=5.0)  # a cluster's scan_iter walks every primary
     try:
         for prefix in prefixes:
             for key in client.scan_iter(match=keys.all_keys_pattern(prefix), count=1000):

@@ -1,0 +1,58 @@
+"""``redis+cluster://`` and ``rediss+cluster://`` store URLs (docs/cluster.md, "Configuration")."""
+
+from __future__ import annotations
+
+import pytest
+
+from stores import BACKENDS, RedisBackend, redis_connection
+from stores.redis_connection import cluster_auth, cluster_nodes
+
+
+def test_both_cluster_schemes_pick_the_redis_backend() -> None:
+    assert BACKENDS["redis+cluster"] is RedisBackend and BACKENDS["rediss+cluster"] is RedisBackend
+
+
+def test_a_cluster_url_lists_its_startup_nodes() -> None:
+    nodes = cluster_nodes("redis+cluster://10.0.0.1:7000, redis-1.example:7001,[::1]:7002/")
+    assert [(node.host, node.port) for node in nodes] == [
+        ("10.0.0.1", 7000),
+        ("redis-1.example", 7001),
+        ("::1", 7002),
+    ]
+
+
+def test_credentials_come_percent_decoded_and_never_in_errors() -> None:
+    assert cluster_auth("redis+cluster://app:s%40cret@h:1") == {"username": "app", "password": "s@cret"}
+    assert cluster_auth("redis+cluster://:only@h:1") == {"password": "only"}
+    assert cluster_auth("redis+cluster://h:1,h:2") == {}
+    with pytest.raises(ValueError) as refused:
+        cluster_nodes("redis+cluster://app:hunter2@h:1/3")
+    assert "hunter2" not in str(refused.value) and "no database" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis+cluster://h:1/2",
+        "redis+cluster://h:1?ssl=true",
+        "redis+cluster://h",
+        "redis+cluster://h:x",
+        "redis+cluster://",
+    ],
+)
+def test_a_cluster_url_names_nodes_only(url: str) -> None:
+    with pytest.raises(ValueError, match="Redis Cluster URL"):
+        cluster_nodes(url)
+
+
+def test_the_cluster_client_gets_our_deadlines_tls_and_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[dict[str, object]] = []
+    monkeypatch.setattr(redis_connection, "RedisCluster", lambda **options: made.append(options))
+    redis_connection.make_client(
+        "rediss+cluster://u:p@h:1,h:2", socket_timeout=1.5, socket_connect_timeout=0.5
+    )
+    (options,) = made
+    assert options["ssl"] is True and (options["username"], options["password"]) == ("u", "p")
+    assert (options["socket_connect_timeout"], options["socket_timeout"]) == (0.5, 1.5)
+    assert options["require_full_coverage"] is False  # other primaries serve while one is down
+    assert [(node.host, node.port) for node in options["startup_nodes"]] == [("h", 1), ("h", 2)]  # type: ignore[attr-defined]
