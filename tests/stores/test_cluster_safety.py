@@ -194,8 +194,9 @@ def test_a_doubled_call_answers_the_first_reply(make_backend: Any, clock: FakeCl
     script = conn.shared.register_script(once_source("expire_paused", "task_write", "task_save"))
     names = tasks._keys("s/u")  # type: ignore[attr-defined]
     stream = store_keys.task_events(backend.prefix, "s/u", "t")
-    _, _, args = tasks._write_args("s/u", task("t"), [{"e": 2}], None)  # type: ignore[attr-defined]
-    recorded = [*names, stream, *store_keys.operations(names[0])]
+    _, _, args = tasks._write_args("s/u", task("t"), [{"e": 2}], None, None)  # type: ignore[attr-defined]
+    claims = tasks._claim_keys("s/u")  # type: ignore[attr-defined]
+    recorded = [*names, stream, *claims, *store_keys.operations(names[0])]
     first = script(recorded, [*args, "fixed-op"], client=conn.shared)
     second = script(recorded, [*args, "fixed-op"], client=conn.shared)
     assert first == second and len(tasks.read_events("s/u", "t", None, 0)) == 2  # e:1 and e:2, once
