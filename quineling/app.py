@@ -13,10 +13,10 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import authentication, body, discovery, jsonrpc, openapi, rest
+from quineling.a2a import authentication, body, discovery, jsonrpc, observation, openapi, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card, declare_bearer
-from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
+from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, METRICS_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
@@ -24,6 +24,7 @@ from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, authenticator, load_settings
+from quineling.observe import metrics
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
@@ -68,7 +69,10 @@ def create_app(
         raise ValueError("create_app takes a runtime and a task store together, or neither")
     if runtime is None or task_store is None:
         backend = backend_from_url(
-            settings.store_url, prefix=settings.store_prefix, **_store_options(settings)
+            settings.store_url,
+            prefix=settings.store_prefix,
+            observer=metrics.StoreMetrics(),
+            **_store_options(settings),
         )
         task_store = backend.task_store(task_limits(settings), describe=describe_task)
         runtime = _runtime(settings, backend)
@@ -81,11 +85,12 @@ def create_app(
     if credentials is not None:
         declare_bearer(card, keys=credentials.keys_enabled, jwt=credentials.jwt_enabled)
     service = A2AService(
-        runtime,
+        metrics.ObservedDispatcher(runtime),
         task_store,
         lambda _version: card,
         stream=StreamSettings(settings.keepalive_seconds, settings.subscribe_max_seconds),
         scopes=_scope_registry(settings, backend),
+        on_states=metrics.record_transitions,
     )
 
     app = Flask("quineling", static_folder=None)
@@ -110,13 +115,15 @@ def create_app(
         request_limit_bytes=settings.request_limit_bytes,
         card_max_age=settings.card_max_age,
         tenants=_served_tenants(settings.tenants),
-        streams=StreamSlots(settings.stream_limit),
+        streams=StreamSlots(settings.stream_limit, watch=metrics.streams_open),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
     # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
     # "Security defaults"). Registered before the authentication hook, so it runs first: a request for a
     # foreign Host is refused 421 (and a foreign Origin 403, a preflight answered) with no credential checked.
     # Its third rule (no "simple" requests) is registered below, after authentication.
+    # First of all: every request gets its id, and is counted, timed and logged, refusals included.
+    observation.install(app)
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
@@ -126,10 +133,17 @@ def create_app(
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
     _register_routing_errors(app)  # after the binding: replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
+    _register_metrics(app)
     if credentials is not None:
         # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
         public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
-        authentication.install(app, credentials, public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"])
+        authentication.install(
+            app,
+            credentials,
+            public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"],
+            # Any authenticated principal may scrape: the metrics hold counts, never a principal's data.
+            also=() if settings.metrics_public else (METRICS_PATH,),
+        )
     # The guard's media-type rule after authentication, as every other check of a request's content.
     app.before_request(guard.refuse_simple_request)
     return app
@@ -207,6 +221,15 @@ def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None)
             log.warning("readiness check failed: %s", exc)
             return jsonify(status="unavailable", error=type(exc).__name__), 503
         return jsonify(status="ok"), 200
+
+
+def _register_metrics(app: Flask) -> None:
+    @app.get(METRICS_PATH)
+    def metrics_view() -> Response:
+        body, content_type = metrics.exposition()
+        response = Response(body, content_type=content_type)
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
 
 def _served_tenants(setting: str) -> frozenset[str] | None:

@@ -14,6 +14,7 @@ import redis
 
 from stores import keys
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
+from stores.observer import UNOBSERVED, StoreObserver
 from stores.redis_changes import frees_at, state_keys, text
 from stores.redis_connection import Connection
 from stores.redis_scopes import RedisScopeRegistry
@@ -53,6 +54,7 @@ class RedisBackend(Backend):
         socket_connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         socket_timeout: float = DEFAULT_TIMEOUT,
         max_block_seconds: float = DEFAULT_MAX_BLOCK,
+        observer: StoreObserver = UNOBSERVED,
         **client_options: Any,
     ) -> None:
         for name, value in (
@@ -73,7 +75,7 @@ class RedisBackend(Backend):
         self.events_maxlen = events_maxlen
         self.events_ttl_seconds = events_ttl_seconds
         self.max_block_seconds = max_block_seconds
-        self.connection = Connection(client, blocking)
+        self.connection = Connection(client, blocking, observer)
         self._state = RedisStateStore(self.connection, prefix)
         # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
         # nothing more. reset is not repeated: between a lost reply and a repeat, new writes could land and

@@ -28,6 +28,7 @@ import redis
 from redis import exceptions as rex
 
 from stores.errors import StoreError, StoreUnavailable
+from stores.observer import UNOBSERVED, StoreObserver
 
 
 def lua_source(*names: str) -> str:
@@ -97,10 +98,12 @@ class Connection:
 
     ``blocking`` is the client for blocking event reads (``XREAD BLOCK``), over a pool of its own whose read
     timeout exceeds the longest block (see :class:`~stores.redis.RedisBackend`); ``None``: ``client``.
+    ``observer`` hears of every round trip and every failed call (:mod:`stores.observer`).
     """
 
-    def __init__(self, client: Any, blocking: Any = None) -> None:
+    def __init__(self, client: Any, blocking: Any = None, observer: StoreObserver = UNOBSERVED) -> None:
         self.shared = client
+        self.observer = observer
         self.blocking = client if blocking is None else blocking
         self._scripts: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -150,6 +153,7 @@ class Connection:
     def _count(self) -> None:
         with self._lock:
             self._round_trips += 1
+        self.observer.round_trip()
 
     def _guard(self, call: Callable[[], Any], *, repeatable: bool) -> Any:
         self._count()
@@ -162,6 +166,7 @@ class Connection:
             self._count()  # the one repeat, on a fresh connection (redis-py dropped the failed one)
             return call()
         except (rex.RedisError, OSError) as error:
+            self.observer.error(type(error).__name__)
             if _transient(error):
                 raise StoreUnavailable(f"Redis is unavailable: {type(error).__name__}: {error}") from error
             raise StoreError(f"Redis refused the call: {type(error).__name__}: {error}") from error

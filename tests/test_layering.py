@@ -23,6 +23,8 @@ RULES = {
     "quineling/runtime": ("flask", "flask_smorest", "marshmallow", "redis", "stores.memory", "stores.redis",
                           "quineling.a2a", "quineling.app"),
     "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
+    "quineling/observe": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores.memory",
+                          "stores.redis", "quineling.a2a", "quineling.app"),
     "quineling/auth": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores", "quineling.a2a",
                        "quineling.app", "quineling.config", "quineling.runtime"),
 }  # fmt: skip
@@ -36,6 +38,7 @@ LAYERS = {
     "quineling.runtime": 1,
     "quineling.config": 2,
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
+    "quineling.observe": 2,  # metrics and logs: no web framework, nothing of the protocol
     "quineling.a2a": 3,
     "quineling.app": 4,
     "quineling.cli": 5,

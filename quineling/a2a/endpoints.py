@@ -12,3 +12,6 @@ READY_PATH = "/readyz"
 def under(path: str, prefix: str) -> bool:
     """Whether request ``path`` is ``prefix`` or below it."""
     return path == prefix or path.startswith(prefix + "/")
+
+
+METRICS_PATH = "/metrics"
