@@ -132,24 +132,22 @@ def install(app: Flask) -> None:
             notes.note_task(request.view_args.get("task_id"))
         principal = authenticated_principal()
         quiet = current.binding in ("health", "metrics") and status < 400
-        log.log(
-            logging.DEBUG if quiet else logging.INFO,
-            "request",
-            extra={
-                "request_id": current.request_id,
-                "client": request.remote_addr,
-                "principal": None if principal is None else principal.scope_id,
-                "binding": current.binding,
-                "method": current.method,
-                "outcome": outcome,
-                "status": status,
-                "task_id": current.task_id,
-                "operation": current.operation,
-                "http_method": request.method,
-                "path": request.path,
-                "duration_seconds": round(seconds, 6),
-            },
-        )
+        fields = {
+            "request_id": current.request_id,
+            "client": request.remote_addr,
+            "principal": None if principal is None else principal.scope_id,
+            "binding": current.binding,
+            "method": current.method,
+            "outcome": outcome,
+            "status": status,
+            "task_id": current.task_id,
+            "operation": current.operation,
+            "http_method": request.method,
+            "path": request.path,
+            "duration_seconds": round(seconds, 6),
+        }
+        extra = {key: value for key, value in fields.items() if value is not None}
+        log.log(logging.DEBUG if quiet else logging.INFO, "request", extra=extra)
         return response
 
     @app.teardown_request

@@ -1,13 +1,14 @@
 """Log records as one JSON object per line (``QUINELING_LOG_FORMAT=json``) or as readable text (``text``), for
 the app's loggers and gunicorn's alike (docs/deployment.md, "Logs").
 
-Both formats carry the same fields: ``time``, ``level``, ``logger``, ``event`` (the message), and whatever the
-record was given as ``extra`` (a request's ``request_id``, ``binding``, ``method``, …). Every record logged
-while a request is served gets that request's ``request_id`` (:class:`RequestIdFilter`), so a request's
-warnings can be found by the id its response echoed. JSON comes from python-json-logger, encoded by orjson.
+Both formats carry the same fields: ``time``, ``level``, ``logger``, ``pid`` (which worker), ``event`` (the
+message), and whatever the record was given as ``extra`` (a request's ``request_id``, ``binding``, ``method``,
+…). Every record logged while a request is served gets that request's ``request_id``
+(:class:`RequestIdFilter`), so a request's warnings can be found by the id its response echoed. JSON comes
+from python-json-logger, encoded by orjson.
 
 No code logs a token, a message's contents or a thought at info level: the request line carries labels, ids
-and numbers only (tests/e2e/test_logs_live.py sends a secret and looks for it in a live server's logs).
+and numbers only (tests/e2e/test_observability_live.py sends a secret and looks for it in a live server's logs).
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ class RequestIdFilter(logging.Filter):
 
 def json_formatter() -> logging.Formatter:
     return OrjsonFormatter(
-        ["levelname", "name", "message"],
-        rename_fields={"levelname": "level", "name": "logger", "message": "event"},
+        ["levelname", "name", "process", "message"],
+        rename_fields={"levelname": "level", "name": "logger", "process": "pid", "message": "event"},
         timestamp="time",
     )
 
@@ -56,7 +57,7 @@ class TextFormatter(logging.Formatter):
     """``time level logger event key=value …``: the JSON format's fields, for a person at a terminal."""
 
     def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s")
+        super().__init__("%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s")
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)

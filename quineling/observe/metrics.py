@@ -26,6 +26,8 @@ from quineling.runtime.runtime import ALL_OPERATIONS
 from stores.errors import StoreError, StoreUnavailable, TaskConflict
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# Where the values are written is fixed when prometheus-client is imported, so the scrape reads the same way.
+MULTIPROCESS = bool(os.environ.get(MULTIPROC_ENV))
 REGISTRY = CollectorRegistry(auto_describe=True)  # this process's own metrics (single-process mode)
 
 # Seconds: from a card or GetTask on the memory store (well under a millisecond) to a SendMessage on a slow
@@ -178,7 +180,7 @@ class ObservedDispatcher:
 
 def exposition() -> tuple[bytes, str]:
     """The scrape's body and content type: every worker's values in multiprocess mode, else this process's."""
-    if os.environ.get(MULTIPROC_ENV):
+    if MULTIPROCESS:
         registry = CollectorRegistry()
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # the library leaves it unannotated
         return generate_latest(registry), CONTENT_TYPE_LATEST
