@@ -14,7 +14,7 @@ import pytest
 from quineling.app import create_app
 from quineling.config import ConfigError, load_settings
 from quineling.observe import logs, notes
-from tests.support.messages import user_message, text
+from tests.support.messages import text, user_message
 from tests.support.principals import keys_file
 
 V1 = {"A2A-Version": "1.0"}
