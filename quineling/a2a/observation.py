@@ -17,9 +17,9 @@ by no binding (a 404 outside them, a refusal of the Host guard) is ``HTTP_<statu
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,7 +67,7 @@ def request_id(header: str | None) -> str:
     """The caller's id when it is sane, else a fresh one (32 hex digits)."""
     if header and _SANE_REQUEST_ID.fullmatch(header):
         return header
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()  # what uuid4 draws, without building a UUID (a few microseconds less)
 
 
 def outcome_of(error: A2AError) -> str:
