@@ -39,6 +39,8 @@ class RedisBackend(Backend):
     on a second pool whose read timeout is ``max_block_seconds + socket_timeout``; ``read_events`` never
     blocks longer than ``max_block_seconds``. One pool with the longer timeout would let every ordinary call
     hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
+
+    ``observer`` hears of every round trip and failed call (:mod:`stores.observer`; the app counts them).
     """
 
     scheme = ("redis", "rediss", "unix")
