@@ -2,8 +2,9 @@
 log and the app's own loggers in one format (``QUINELING_LOG_FORMAT``, :mod:`quineling.observe.logs`).
 
 In JSON the access log is one object per response, written when the response has been sent (a stream: when it
-ended), with the ``request_id`` the app echoed in ``X-Request-ID``; in text it is gunicorn's usual line, the
-request id at its end. Loaded by the gunicorn master, so it imports no Flask and no prometheus-client."""
+ended), with the ``request_id`` the app echoed in ``X-Request-ID``; in text gunicorn's error and access lines
+keep their usual formats (the access line ends with the request id) and only the app's lines are the text
+format's. Loaded by the gunicorn master, so it imports no Flask and no prometheus-client."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ class QuinelingLogger(Logger):
         super().setup(cfg)
         settings = load_settings()
         self.log_format = logs.resolve_format(settings.log_format)
-        for log in (self.error_log, self.access_log):
-            for handler in log.handlers:
-                logs.dress(handler, self.log_format)
+        # Text keeps gunicorn's own line formats (operators and tools know them); JSON replaces them.
+        if self.log_format == "json":
+            for log in (self.error_log, self.access_log):
+                for handler in log.handlers:
+                    logs.dress(handler, self.log_format)
         logs.configure(self.log_format, settings.log_level)
 
     def access(self, resp: Any, req: Any, environ: MutableMapping[str, Any], request_time: Any) -> None:
