@@ -3,7 +3,9 @@ uses): QUINELING_WORKERS (default 1) gevent workers (QUINELING_WORKER_CLASS), ea
 QUINELING_WORKER_CONNECTIONS connections and holding at most QUINELING_MAX_STREAMS open streams, a refusal
 to start several worker processes on the per-process memory:// store (docs/deployment.md, "Worker model"),
 and one to listen anywhere but on loopback without authentication (also for a --bind given to gunicorn
-itself; docs/security.md).
+itself; docs/security.md). The master also prepares the metrics directory every worker writes to, marks
+exited workers' metrics dead, and sets up the error, access and app logs in QUINELING_LOG_FORMAT
+(docs/deployment.md, "Metrics" and "Logs").
 
 Only ``quineling.config`` is imported here, in the master: the app is imported by each worker after gevent
 has patched the standard library."""

@@ -13,7 +13,7 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import authentication, body, discovery, jsonrpc, openapi, rate_limit, rest
+from quineling.a2a import authentication, body, discovery, jsonrpc, observation, openapi, rate_limit, rest
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card, declare_bearer
 from quineling.a2a.endpoints import (
@@ -33,6 +33,7 @@ from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.config import Settings, authenticator, load_settings, trusted_networks
+from quineling.observe import metrics
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
@@ -78,7 +79,10 @@ def create_app(
         raise ValueError("create_app takes a runtime and a task store together, or neither")
     if runtime is None or task_store is None:
         backend = backend_from_url(
-            settings.store_url, prefix=settings.store_prefix, **_store_options(settings)
+            settings.store_url,
+            prefix=settings.store_prefix,
+            observer=metrics.StoreMetrics(),
+            **_store_options(settings),
         )
         task_store = backend.task_store(task_limits(settings), describe=describe_task)
         runtime = _runtime(settings, backend)
@@ -91,13 +95,14 @@ def create_app(
     if credentials is not None:
         declare_bearer(card, keys=credentials.keys_enabled, jwt=credentials.jwt_enabled)
     service = A2AService(
-        runtime,
+        metrics.ObservedDispatcher(runtime),
         task_store,
         lambda _version: card,
         stream=StreamSettings(settings.keepalive_seconds, settings.subscribe_max_seconds),
         scopes=_scope_registry(settings, backend),
         idempotency_ttl=settings.idempotency_ttl_seconds,
         long_poll=LongPoll(settings.long_poll_seconds, settings.long_poll_limit),
+        on_states=metrics.record_transitions,
     )
 
     app = Flask("quineling", static_folder=None)
@@ -122,13 +127,15 @@ def create_app(
         request_limit_bytes=settings.request_limit_bytes,
         card_max_age=settings.card_max_age,
         tenants=_served_tenants(settings.tenants),
-        streams=StreamSlots(settings.stream_limit),
+        streams=StreamSlots(settings.stream_limit, watch=metrics.streams_open),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
     # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
     # "Security defaults"). Registered before the authentication hook, so it runs first: a request for a
     # foreign Host is refused 421 (and a foreign Origin 403, a preflight answered) with no credential checked.
     # Its third rule (no "simple" requests) is registered below, after authentication.
+    # First of all: every request gets its id, and is counted, timed and logged, refusals included.
+    observation.install(app)
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
@@ -139,10 +146,17 @@ def create_app(
     openapi.register(app, rest.blp)  # the binding, its OpenAPI document and its docs page
     _register_routing_errors(app)  # after the binding: replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
+    _register_metrics(app)
     if credentials is not None:
         # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
         public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
-        authentication.install(app, credentials, public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"])
+        authentication.install(
+            app,
+            credentials,
+            public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"],
+            # Any authenticated principal may scrape: the metrics hold counts, never a principal's data.
+            also=() if settings.metrics_public else (METRICS_PATH,),
+        )
     _install_rate_limit(app, settings, backend)  # after authentication: it counts per principal
     # The guard's media-type rule after authentication, as every other check of a request's content.
     app.before_request(guard.refuse_simple_request)
@@ -237,6 +251,15 @@ def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None)
             log.warning("readiness check failed: %s", exc)
             return jsonify(status="unavailable", error=type(exc).__name__), 503
         return jsonify(status="ok"), 200
+
+
+def _register_metrics(app: Flask) -> None:
+    @app.get(METRICS_PATH)
+    def metrics_view() -> Response:
+        body, content_type = metrics.exposition()
+        response = Response(body, content_type=content_type)
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
 
 def _served_tenants(setting: str) -> frozenset[str] | None:

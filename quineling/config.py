@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
 from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
+from quineling.observe.master import MetricsDirectory, hooks
 from quineling.startup import when_ready_hook
 
 MIB = 1024 * 1024
@@ -67,6 +68,13 @@ class Settings:
     subscribe_max_seconds: float = 3600.0
     keepalive_seconds: float = 15.0
     access_log: bool = True
+    # Logs (docs/deployment.md, "Logs"): "auto" is text on a terminal, JSON otherwise.
+    log_format: str = "auto"
+    log_level: str = "info"
+    # Metrics (docs/deployment.md, "Metrics"): the workers' shared metric files (empty: a temporary directory
+    # made at start), and whether /metrics answers without credentials when authentication is on.
+    metrics_dir: str = ""
+    metrics_public: bool = False
     # Host names served besides the advertised host, the listener's and loopback (DNS rebinding defence):
     # comma-separated, ".example.com" for a domain and every name under it, "*" for any host.
     allowed_hosts: str = ""
@@ -142,6 +150,10 @@ _POSITIVE = {
 MAX_LONG_POLL_SECONDS = 30.0
 MAX_REDIS_TIMEOUT = 3600.0
 WORKER_CLASSES = ("gevent", "gthread")
+LOG_FORMATS = ("auto", "json", "text")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+# gunicorn's access line in text logs: its default, then the duration and the request id the app echoed.
+TEXT_ACCESS_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(L)ss %({x-request-id}o)s'
 
 
 def _convert(name: str, kind: Any, raw: Any) -> Any:
@@ -226,6 +238,11 @@ def _validate(settings: Settings) -> None:
         )
     if settings.task_max_task_bytes > settings.task_max_bytes:
         raise ConfigError("QUINELING_TASK_MAX_TASK_BYTES must not exceed QUINELING_TASK_MAX_BYTES")
+    for name, allowed in (("log_format", LOG_FORMATS), ("log_level", LOG_LEVELS)):
+        if getattr(settings, name) not in allowed:
+            raise ConfigError(
+                f"{ENV_PREFIX}{name.upper()} must be one of {', '.join(allowed)} (got {getattr(settings, name)!r})"
+            )
     _validate_origins(settings)
     _validate_rate_limits(settings)
     _validate_workers(settings)
@@ -484,8 +501,13 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "post_worker_init": _watch_worker,
         "pre_request": remember_request,
         "accesslog": "-" if settings.access_log else None,
-        "on_starting": _exposure_hook(settings),
         "when_ready": when_ready_hook(settings),  # the start banner, and a store unreachable at start-up
+        "access_log_format": TEXT_ACCESS_FORMAT,
+        # The error, access and app logs in QUINELING_LOG_FORMAT (named, so the master imports it only when
+        # gunicorn sets up its logging).
+        "logger_class": "quineling.observe.gunicorn_log.QuinelingLogger",
+        "loglevel": settings.log_level,
+        **_starting_hooks(settings),
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads
@@ -528,17 +550,21 @@ def worker_stopping() -> bool:
     return _serving_worker is not None and not _serving_worker.alive
 
 
-def _exposure_hook(settings: Settings) -> Any:
+def _starting_hooks(settings: Settings) -> dict[str, Any]:
     """gunicorn's ``on_starting`` hook: the binds it is about to listen on, after any ``--bind`` of its own
-    command line, pass :func:`check_exposure` too (a RuntimeError there stops gunicorn with the message)."""
+    command line, pass :func:`check_exposure` too (a RuntimeError there stops gunicorn with the message);
+    then the metrics directory is prepared for the workers (quineling.observe.master), whose ``child_exit``
+    and ``on_exit`` hooks come along."""
+    metrics = MetricsDirectory(settings.metrics_dir)
 
     def on_starting(server: Any) -> None:
         try:
             check_exposure(settings, list(server.cfg.bind))
         except ConfigError as exc:
             raise RuntimeError(f"quineling: {exc}") from None
+        metrics.prepare()
 
-    return on_starting
+    return {"on_starting": on_starting, **hooks(metrics)}
 
 
 def check_auth_files(settings: Settings) -> None:

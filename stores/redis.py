@@ -14,6 +14,7 @@ from typing import Any
 from stores import keys
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.errors import StoreError, StoreUnavailable
+from stores.observer import UNOBSERVED, StoreObserver
 from stores.redis_changes import frees_at, state_keys, text
 from stores.redis_connection import CLUSTER_SCHEMES, Connection, make_client
 from stores.redis_rate_counters import RedisRateCounter
@@ -40,6 +41,8 @@ class RedisBackend(Backend):
     on a second pool whose read timeout is ``max_block_seconds + socket_timeout``; ``read_events`` never
     blocks longer than ``max_block_seconds``. One pool with the longer timeout would let every ordinary call
     hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
+
+    ``observer`` hears of every round trip and failed call (:mod:`stores.observer`; the app counts them).
     """
 
     scheme = ("redis", "rediss", "unix", *CLUSTER_SCHEMES)
@@ -55,6 +58,7 @@ class RedisBackend(Backend):
         socket_connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         socket_timeout: float = DEFAULT_TIMEOUT,
         max_block_seconds: float = DEFAULT_MAX_BLOCK,
+        observer: StoreObserver = UNOBSERVED,
         **client_options: Any,
     ) -> None:
         for name, value in (
@@ -75,7 +79,7 @@ class RedisBackend(Backend):
         self.events_maxlen = events_maxlen
         self.events_ttl_seconds = events_ttl_seconds
         self.max_block_seconds = max_block_seconds
-        self.connection = Connection(client, blocking)
+        self.connection = Connection(client, blocking, observer)
         self._state = RedisStateStore(self.connection, prefix)
         # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
         # nothing more. reset is sent once=True: between a lost reply and a plain repeat, new writes could

@@ -40,6 +40,7 @@ from redis.retry import Retry
 
 from stores import keys
 from stores.errors import StoreError, StoreUnavailable
+from stores.observer import UNOBSERVED, StoreObserver
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 # How often the cluster client itself sends a call again after a connection error, a timeout or a cluster
@@ -186,10 +187,12 @@ class Connection:
 
     ``blocking`` is the client for blocking event reads (``XREAD BLOCK``), over a pool of its own whose read
     timeout exceeds the longest block (see :class:`~stores.redis.RedisBackend`); ``None``: ``client``.
+    ``observer`` hears of every round trip and every failed call (:mod:`stores.observer`).
     """
 
-    def __init__(self, client: Any, blocking: Any = None) -> None:
+    def __init__(self, client: Any, blocking: Any = None, observer: StoreObserver = UNOBSERVED) -> None:
         self.shared = client
+        self.observer = observer
         self.blocking = client if blocking is None else blocking
         # A cluster client keeps a pool per node and is shared by all threads (it checks a pooled connection
         # before handing it out): no per-thread connection for it.
@@ -270,6 +273,7 @@ class Connection:
     def _count(self) -> None:
         with self._lock:
             self._round_trips += 1
+        self.observer.round_trip()
 
     def _guard(self, call: Callable[[], Any], *, repeatable: bool) -> Any:
         self._count()
@@ -282,6 +286,7 @@ class Connection:
             self._count()  # the one repeat, on a fresh connection (redis-py dropped the failed one)
             return call()
         except (rex.RedisError, OSError) as error:
+            self.observer.error(type(error).__name__)
             if _transient(error):
                 raise StoreUnavailable(f"Redis is unavailable: {type(error).__name__}: {error}") from error
             raise StoreError(f"Redis refused the call: {type(error).__name__}: {error}") from error

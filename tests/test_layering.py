@@ -23,6 +23,8 @@ RULES = {
     "quineling/runtime": ("flask", "flask_smorest", "marshmallow", "redis", "stores.memory", "stores.redis",
                           "quineling.a2a", "quineling.app"),
     "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
+    "quineling/observe": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores.memory",
+                          "stores.redis", "quineling.a2a", "quineling.app"),
     "quineling/auth": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores", "quineling.a2a",
                        "quineling.app", "quineling.config", "quineling.runtime"),
     # The client calls other agents: no web framework and nothing of this server; shared state goes through
@@ -42,6 +44,7 @@ LAYERS = {
     "quineling.config": 2,
     "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
+    "quineling.observe": 2,  # metrics and logs: no web framework, nothing of the protocol
     "quineling.a2a": 3,
     "quineling.client": 3,  # calls other agents; only the stores layer below it
     "quineling.app": 4,

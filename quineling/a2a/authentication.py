@@ -24,6 +24,7 @@ from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX, under
 from quineling.a2a.errors import ERROR_DOMAIN, ERROR_INFO_TYPE
 from quineling.a2a.sse import compact
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
+from quineling.observe import notes
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +44,21 @@ def authenticated_principal() -> Principal | None:
     return principal
 
 
-def install(app: Flask, authenticator: Authenticator, *, public: Iterable[str] = ()) -> None:
+def install(
+    app: Flask, authenticator: Authenticator, *, public: Iterable[str] = (), also: Iterable[str] = ()
+) -> None:
     """Guard ``app``'s business paths with ``authenticator`` (one ``before_request`` hook, and one
     ``after_request`` hook that keeps open streams checked). ``public``: paths under the bindings that stay
-    open, each exactly or as the folder it names (``…/docs/assets/``, ending in ``/``)."""
+    open, each exactly or as the folder it names (``…/docs/assets/``, ending in ``/``); ``also``: exact paths
+    outside the bindings that are guarded too (``/metrics``)."""
     exact = frozenset(p for p in public if not p.endswith("/"))
     folders = tuple(p for p in public if p.endswith("/"))
+    extra = frozenset(also)
 
     def guarded(path: str) -> bool:
         if path in exact or path.startswith(folders):
             return False
-        return under(path, JSONRPC_PATH) or under(path, REST_PREFIX)
+        return under(path, JSONRPC_PATH) or under(path, REST_PREFIX) or path in extra
 
     @app.before_request
     def authenticate() -> Response | None:
@@ -134,6 +139,7 @@ def unavailable(path: str) -> Response:
 
 
 def _error(path: str, status: int, reason: str, rpc_code: int, message: str) -> Response:
+    notes.note_outcome(reason)
     if under(path, JSONRPC_PATH):
         # The body has not been read (authentication comes first), so the envelope's id is null.
         body: Any = {"jsonrpc": "2.0", "id": None, "error": {"code": rpc_code, "message": message}}

@@ -17,6 +17,7 @@ from flask import Blueprint, Response, request
 from werkzeug.exceptions import HTTPException
 
 from quineling.a2a import body as request_body
+from quineling.a2a import observation
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.context import CallContext
@@ -32,6 +33,7 @@ from quineling.a2a.errors import (
 from quineling.a2a.service import A2AService
 from quineling.a2a.sse import compact, sse_response
 from quineling.a2a.streams import held_stream
+from quineling.observe import notes
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("a2a_jsonrpc", __name__)
@@ -134,10 +136,12 @@ def endpoint() -> Response:
         # The family is chosen by method name first (the grammars are disjoint), then the version is checked.
         compat = app_state.compat()
         if compat is not None and method_name not in METHODS and compat.serves(method_name):
+            notes.note_call("v03", method_name)
             check_version("JSONRPC", version)
             return _call_v03(compat, method_name, params, rpc_id, version)
         compat = None
         method = METHODS.get(method_name)
+        notes.note_call("jsonrpc", notes.UNKNOWN_METHOD if method is None else method_name)
         if method is None:
             raise MethodNotFoundError(f"Method not found: {method_name}")
         check_version("JSONRPC", version)
@@ -147,24 +151,33 @@ def endpoint() -> Response:
             raise InvalidParamsError("params must be an object")
         ctx = call_context(params.get("tenant"), version)
         if method.subscription:
+            notes.note_task(params.get("id"))
             # A failure of the call itself propagates to the handler below (the slot is released first).
             return held_stream(
                 app_state.streams,
                 lambda: _stream(
                     method.call(app_state.service, params, ctx), rpc_id, lambda e: e.to_jsonrpc()
                 ),
-                lambda error: _json(_envelope(rpc_id, error=error.to_jsonrpc())),
+                lambda error: _error(rpc_id, error, error.to_jsonrpc()),
             )
         result = method.call(app_state.service, params, ctx)
     except _Reject as reject:
-        return _json(_envelope(reject.rpc_id, error=reject.error.to_jsonrpc()), reject.http_status)
+        return _error(reject.rpc_id, reject.error, reject.error.to_jsonrpc(), reject.http_status)
     except Exception as exc:  # noqa: BLE001 - every failure is answered as a JSON-RPC error
         error = as_a2a_error(exc)
+        observation.note_error(error)
         rendered = compat.error(error) if compat is not None else error.to_jsonrpc()
         return _json(_envelope(rpc_id, error=rendered))
     if method.streaming:
         return _stream(result, rpc_id, lambda e: e.to_jsonrpc())
+    observation.note_result(result)
     return _json(_envelope(rpc_id, result=result))
+
+
+def _error(rpc_id: Any, error: A2AError, rendered: Any, http_status: int = 200) -> Response:
+    """An error envelope, noted as the request's outcome (``rendered``: ``error`` in the caller's dialect)."""
+    observation.note_error(error)
+    return _json(_envelope(rpc_id, error=rendered), http_status)
 
 
 def _stream(events: Iterator[Any], rpc_id: Any, render_error: Callable[[A2AError], Any]) -> Response:
@@ -180,7 +193,7 @@ def _call_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version:
         return held_stream(
             state().streams,
             lambda: _answer_v03(compat, method, params, rpc_id, version),
-            lambda error: _json(_envelope(rpc_id, error=compat.error(error))),
+            lambda error: _error(rpc_id, error, compat.error(error)),
         )
     return _answer_v03(compat, method, params, rpc_id, version)
 
@@ -191,12 +204,15 @@ def _answer_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, versio
     try:
         result = compat.call(service, method, params, ctx)
     except Exception as exc:  # noqa: BLE001
-        error = compat.error(as_a2a_error(exc))
+        failure = as_a2a_error(exc)
+        observation.note_error(failure)
+        error = compat.error(failure)
         if compat.errors_as_stream(method):
             return _error_stream(rpc_id, error)  # strict v0.3 clients accept only a stream here
         return _json(_envelope(rpc_id, error=error))
     if compat.is_stream(method):
         return _stream(result, rpc_id, compat.error)
+    observation.note_result(result)
     return _json(_envelope(rpc_id, result=result))
 
 
@@ -212,6 +228,7 @@ def _error_stream(rpc_id: Any, error: dict[str, Any]) -> Response:
 
 def routing_error(exc: HTTPException) -> Response:
     """A routing error under the JSON-RPC endpoint (wrong method, unknown sub-path) as an envelope."""
+    notes.note_outcome(InvalidRequestError.reason)
     error = {
         "code": InvalidRequestError.code,
         "message": exc.description or InvalidRequestError.default_message,

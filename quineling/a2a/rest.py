@@ -14,7 +14,7 @@ from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from quineling.a2a import body, schemas
+from quineling.a2a import body, observation, schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.context import CallContext
 from quineling.a2a.endpoints import REST_PREFIX
@@ -137,10 +137,12 @@ def _media_type() -> str:
 
 
 def render(value: Any, status: int = 200) -> Response:
+    observation.note_result(value)
     return Response(compact(value), status=status, mimetype=_media_type())
 
 
 def render_error(error: A2AError) -> Response:
+    observation.note_error(error)
     response = Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
     if error.retry_after is not None:  # a transient failure (503): when to try again
         response.headers["Retry-After"] = str(error.retry_after)

@@ -87,8 +87,11 @@ class A2AService:
         scopes: ScopeRegistry | None = None,
         idempotency_ttl: float = IDEMPOTENCY_TTL_SECONDS,
         long_poll: LongPoll | None = None,
+        on_states: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.runtime = runtime
+        # Hears the states a committed write moved a task through (the quineling_task_transitions metric).
+        self.on_states = on_states
         self.task_store = task_store
         self.scopes = scopes  # bounds live scopes; every write admits its partition first
         self.executor = QuinelingExecutor(clock)
@@ -249,6 +252,7 @@ class A2AService:
             raise store_failure(exc) from None
         if not finished:
             raise InternalError("The runtime answered without recording the task; retry")
+        self._committed(finished[-1])
         return finished[-1]
 
     def _follow_up(
@@ -563,6 +567,23 @@ class A2AService:
             raise
         except StoreError as exc:
             raise store_failure(exc) from exc
+        self._committed(execution)
+
+    def _committed(self, execution: Execution) -> None:
+        if self.on_states is not None:
+            self.on_states(_states_entered(execution))
+
+
+def _states_entered(execution: Execution) -> list[str]:
+    """The states a committed execution moved its task through, in order: its events' snapshots and status
+    updates, or the task's own state when it logged none."""
+    states = [
+        event[kind]["status"]["state"]
+        for event in execution.events
+        for kind in ("task", "statusUpdate")
+        if kind in event
+    ]
+    return states or [execution.task["status"]["state"]]
 
 
 def _check_generation(what: str, generation: int, expected: int | None) -> None:

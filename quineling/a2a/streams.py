@@ -45,12 +45,14 @@ class StreamLimitError(InternalError):
 
 
 class StreamSlots:
-    """How many subscription streams this worker process holds open, at most ``limit``."""
+    """How many subscription streams this worker process holds open, at most ``limit``; ``watch`` hears the new
+    count after every change (the ``quineling_streams_open`` gauge)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, watch: Callable[[int], None] | None = None) -> None:
         self.limit = limit
         self._open = 0
         self._lock = threading.Lock()  # gthread: threads; gevent: patched, and never held across a switch
+        self._watch = watch
 
     @property
     def open(self) -> int:
@@ -62,6 +64,7 @@ class StreamSlots:
             if self._open >= self.limit:
                 return None
             self._open += 1
+            self._changed()
         released = False
 
         def release() -> None:
@@ -70,8 +73,13 @@ class StreamSlots:
                 if not released:
                     released = True
                     self._open -= 1
+                    self._changed()
 
         return release
+
+    def _changed(self) -> None:
+        if self._watch is not None:
+            self._watch(self._open)
 
 
 def held_stream(

@@ -46,7 +46,7 @@ def server() -> Iterator[LiveServer]:
     """One 4-worker server for the module; its access log names the worker pid of every request."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GUNICORN_CMD_ARGS", "--access-logformat 'pid=%(p)s %(r)s'")
-        with live_server(store_url=REDIS_URL, workers=WORKERS, access_log=1) as live:
+        with live_server(store_url=REDIS_URL, workers=WORKERS, access_log=1, log_format="text") as live:
             yield live
 
 

@@ -28,7 +28,7 @@ def traced_server(**kwargs: Any) -> Iterator[LiveServer]:
     """``live_server`` with an access log of ``<worker pid> <X-Test-Request tag>`` lines."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GUNICORN_CMD_ARGS", f"--access-logformat='%(p)s %({{{TAG_HEADER.lower()}}}i)s'")
-        starting = live_server(access_log=1, **kwargs)
+        starting = live_server(access_log=1, log_format="text", **kwargs)  # the format above is text
         server = starting.__enter__()
     try:
         yield server

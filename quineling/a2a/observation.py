@@ -1,0 +1,155 @@
+"""Every request seen from outside: its id, its metrics and its log line (docs/deployment.md, "Metrics" and
+"Logs").
+
+:func:`install` adds the first ``before_request`` hook of the app (so refusals of the Host and Origin guard and
+of authentication are seen too) and its last ``after_request`` hook. It takes the caller's ``X-Request-ID``
+when it is sane — at most 128 characters of letters, digits and ``-_.:`` — or makes one, and echoes it in the
+response. The bindings note the A2A method, the error a request is answered with and the task it concerns
+(:mod:`quineling.observe.notes`); when the response is made, the request is counted and timed
+(``quineling_requests_total``, ``quineling_request_duration_seconds``) and logged as one ``request`` event.
+
+The outcome label is ``ok`` or the A2A error reason the answer carries — a JSON-RPC error counts under its
+reason although it travels as HTTP 200. A retryable unavailability (HTTP 503 whose reason is the generic
+``INTERNAL_ERROR``, e.g. Redis down) is ``UNAVAILABLE``, so outages and bugs are told apart; an error answered
+by no binding (a 404 outside them, a refusal of the Host guard) is ``HTTP_<status>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, request
+
+from quineling.a2a.authentication import authenticated_principal
+from quineling.a2a.endpoints import (
+    CARD_PATH,
+    HEALTH_PATH,
+    JSONRPC_PATH,
+    METRICS_PATH,
+    READY_PATH,
+    REST_PREFIX,
+    under,
+)
+from quineling.a2a.errors import A2AError
+from quineling.observe import metrics, notes
+
+log = logging.getLogger("quineling.request")
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_STARTED = "quineling.started"
+
+# The HTTP+JSON views (flask endpoint names without smorest's numeric suffix) and HTTP methods, as A2A methods.
+REST_METHODS: Mapping[tuple[str, str], str] = {
+    ("SendMessage", "POST"): "SendMessage",
+    ("SendStreamingMessage", "POST"): "SendStreamingMessage",
+    ("ListTasks", "GET"): "ListTasks",
+    ("GetTask", "GET"): "GetTask",
+    ("CancelTask", "POST"): "CancelTask",
+    ("SubscribeToTask", "GET"): "SubscribeToTask",
+    ("SubscribeToTask", "POST"): "SubscribeToTask",
+    ("PushConfigs", "POST"): "CreateTaskPushNotificationConfig",
+    ("PushConfigs", "GET"): "ListTaskPushNotificationConfigs",
+    ("PushConfig", "GET"): "GetTaskPushNotificationConfig",
+    ("PushConfig", "DELETE"): "DeleteTaskPushNotificationConfig",
+    ("ExtendedAgentCard", "GET"): "GetExtendedAgentCard",
+}
+_SUFFIX = re.compile(r"_[0-9]+$")
+A2A_BINDINGS = frozenset({"jsonrpc", "v03", "rest"})  # what the rate limit guards
+
+
+def request_id(header: str | None) -> str:
+    """The caller's id when it is sane, else a fresh one (32 hex digits)."""
+    if header and _SANE_REQUEST_ID.fullmatch(header):
+        return header
+    return os.urandom(16).hex()  # what uuid4 draws, without building a UUID (a few microseconds less)
+
+
+def outcome_of(error: A2AError) -> str:
+    if error.status_code == 503 and error.reason == "INTERNAL_ERROR":
+        return "UNAVAILABLE"
+    return error.reason
+
+
+def note_error(error: A2AError) -> None:
+    """The error this request is answered with (called where a binding renders one)."""
+    notes.note_outcome(outcome_of(error))
+    notes.note_task(error.metadata.get("taskId"))
+
+
+def note_result(result: Any) -> None:
+    """The task a successful answer is about: a Task, or a SendMessage response holding one."""
+    if isinstance(result, dict):
+        task = result.get("task", result)
+        if isinstance(task, dict) and "status" in task:
+            notes.note_task(task.get("id"))
+
+
+def _where(path: str, http_method: str, endpoint: str | None) -> tuple[str, str]:
+    """The binding and, where the route alone says it, the A2A method (JSON-RPC's comes from its body)."""
+    if under(path, JSONRPC_PATH):
+        return "jsonrpc", notes.NO_METHOD
+    if under(path, REST_PREFIX):
+        view = _SUFFIX.sub("", (endpoint or "").rpartition(".")[2])
+        return "rest", REST_METHODS.get((view, http_method), notes.NO_METHOD)
+    if path == CARD_PATH:
+        return "discovery", "GetAgentCard"
+    if path in (HEALTH_PATH, READY_PATH):
+        return "health", path.lstrip("/")
+    if path == METRICS_PATH:
+        return "metrics", "scrape"
+    return "other", notes.NO_METHOD
+
+
+def install(app: Flask) -> None:
+    """Register the hooks; call before any other hook is registered (see the module docstring)."""
+
+    @app.before_request
+    def begin() -> None:
+        request.environ[_STARTED] = time.perf_counter()
+        binding, method = _where(request.path, request.method, request.endpoint)
+        notes.begin(request_id(request.headers.get(REQUEST_ID_HEADER)), binding, method)
+
+    @app.after_request
+    def finish(response: Response) -> Response:
+        current = notes.current()
+        if current is None:  # a response made before the first hook ran (none is expected)
+            return response
+        started = request.environ.get(_STARTED, time.perf_counter())
+        seconds = time.perf_counter() - started
+        status = response.status_code
+        outcome = current.outcome or ("ok" if status < 400 else f"HTTP_{status}")
+        metrics.record_request(current.binding, current.method, outcome, seconds)
+        if status == 429 and current.binding in A2A_BINDINGS:
+            metrics.record_rate_limited(current.binding)
+        response.headers[REQUEST_ID_HEADER] = current.request_id
+        if current.task_id is None and request.view_args:
+            notes.note_task(request.view_args.get("task_id"))
+        principal = authenticated_principal()
+        quiet = current.binding in ("health", "metrics") and status < 400
+        fields = {
+            "request_id": current.request_id,
+            "client": request.remote_addr,
+            "principal": None if principal is None else principal.scope_id,
+            "binding": current.binding,
+            "method": current.method,
+            "outcome": outcome,
+            "status": status,
+            "task_id": current.task_id,
+            "operation": current.operation,
+            "http_method": request.method,
+            "path": request.path,
+            "duration_seconds": round(seconds, 6),
+        }
+        extra = {key: value for key, value in fields.items() if value is not None}
+        log.log(logging.DEBUG if quiet else logging.INFO, "request", extra=extra)
+        return response
+
+    @app.teardown_request
+    def end(_exc: BaseException | None) -> None:
+        notes.end()
