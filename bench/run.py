@@ -329,6 +329,13 @@ def main() -> None:
     )
     parser.add_argument("--clients", default="8,32", help="side-by-side connections (%(default)s)")
     parser.add_argument("--seconds", type=float, help="per measured run (side by side: 3; --quick: 1.5)")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        action="append",
+        default=[],
+        help="side by side: also this server from another checkout (e.g. an older commit's tree)",
+    )
     parser.add_argument("--sends", type=int, default=100_000, help="--only rss: sends per server (100000)")
     parser.add_argument("--worker-class", choices=["gevent", "gthread", "both"], default="gevent")
     parser.add_argument("--rounds", type=int, default=3, help="runs to take the median of (3; --quick: 1)")
@@ -350,7 +357,8 @@ def main() -> None:
                 setups = setups[:2]
             side = peer.side_by_side(setups, args.scenarios.split(","), [int(c) for c in args.clients.split(",")],
                                      args.seconds or (1.5 if args.quick else 3.0),
-                                     1 if args.quick else args.rounds, redis_url)  # fmt: skip
+                                     1 if args.quick else args.rounds, redis_url,
+                                     [path.resolve() for path in args.compare])  # fmt: skip
             peer.print_side_by_side(side)
             report["side by side"] = side
         if args.only in (None, "roundtrips"):

@@ -75,7 +75,9 @@ end
 
 function response(status, _, body)
   if scenario == "mix" then
-    local created = string.match(body, '"taskId":%s*"([^"]+)"')
+    -- Only a send's reply ({"result":{"task":{"id":…), never a GetTask's, which would take the thread back to an
+    -- older task its other connections were still polling.
+    local created = string.match(string.sub(body, 1, 200), '"result":%s*{%s*"task":%s*{%s*"id":%s*"([^"]+)"')
     if created then task_id = created end
   end
   if status ~= 200 or string.find(string.sub(body, 1, 160), '"error"', 1, true) then
