@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Quineling benchmark: runtime dispatch per store backend, then the A2A server over HTTP under gunicorn.
+"""Quineling benchmark: the A2A server side by side with the official JS SDK and a Flask baseline (bench/peer.py,
+docs/performance.md), store round trips per request, and the older in-process and baseline-only sections.
 
-It is a script, not a test. It reports operations/s, latency percentiles and store round trips per operation,
-and puts every HTTP figure beside a baseline measured in the same run (bench/baseline_app.py under the same
-gunicorn settings). Redis figures use database --redis-db (13) of --redis-url, which the script flushes before and
-after.
+It is a script, not a test. Redis figures use database --redis-db (12) of --redis-url, which the script flushes
+before and after: never point it at a database anything else uses.
 
     ./dev bench                 # side by side with the official JS SDK (bench/peer.py), plus round trips
     ./dev bench --quick         # shorter runs, fewer setups
     ./dev bench --only rss      # resident memory after 100,000 sends, this server and the JS SDK
+    ./dev bench --compare /path/to/older/checkout   # also that tree's server, in the same rounds
     ./dev bench --only dispatch # or: http (against the Flask baseline only), probes (bench/probes.py)
     ./dev bench --worker-class both   # http and probes under gevent and gthread (default: gevent)
 """
