@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Quineling benchmark: runtime dispatch per store backend, then the A2A server over HTTP under gunicorn.
+"""Quineling benchmark: the A2A server side by side with the official JS SDK and a Flask baseline (bench/peer.py,
+docs/performance.md), store round trips per request, and the older in-process and baseline-only sections.
 
-It is a script, not a test. It reports operations/s, latency percentiles and store round trips per operation,
-and puts every HTTP figure beside a baseline measured in the same run (bench/baseline_app.py under the same
-gunicorn settings). Redis figures use database --redis-db (13) of --redis-url, which the script flushes before and
-after.
+It is a script, not a test. Redis figures use database --redis-db (12) of --redis-url, which the script flushes
+before and after: never point it at a database anything else uses.
 
-    ./dev bench                 # everything (about two minutes)
-    ./dev bench --quick         # shorter runs
-    ./dev bench --only dispatch # or: http, probes (bench/probes.py: stream floods and slow-header clients)
-    ./dev bench --worker-class both   # HTTP and probes under gevent and gthread (default: gevent)
+    ./dev bench                 # side by side with the official JS SDK (bench/peer.py), plus round trips
+    ./dev bench --quick         # shorter runs, fewer setups
+    ./dev bench --only rss      # resident memory after 100,000 sends, this server and the JS SDK
+    ./dev bench --compare /path/to/older/checkout   # also that tree's server, in the same rounds
+    ./dev bench --only dispatch # or: http (against the Flask baseline only), probes (bench/probes.py)
+    ./dev bench --worker-class both   # http and probes under gevent and gthread (default: gevent)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import probes  # noqa: E402 - needs the repository root on the path
+from bench import peer, probes  # noqa: E402 - needs the repository root on the path
 
 SQUARES = "[2,3,4] | square | sum | report total"
 RECONNECT_EVERY = 20  # requests per HTTP connection in the load generator
@@ -315,11 +316,29 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
-    parser.add_argument("--redis-db", type=int, default=13, help="the database to use and flush (13)")
+    parser.add_argument("--redis-db", type=int, default=12, help="the database to use and flush (12)")
     parser.add_argument("--quick", action="store_true", help="short runs, one concurrency level")
-    parser.add_argument("--only", choices=["dispatch", "http", "probes"])
+    parser.add_argument("--only", choices=["peer", "rss", "roundtrips", "dispatch", "http", "probes"])
+    parser.add_argument(
+        "--setups",
+        default="memory:1:gevent,redis:2:gevent,redis:2:gthread:4",
+        help="side-by-side layouts, STORE:WORKERS:CLASS[:THREADS],… (%(default)s)",
+    )
+    parser.add_argument(
+        "--scenarios", default=",".join(peer.SCENARIOS), help="side-by-side scenarios (%(default)s)"
+    )
+    parser.add_argument("--clients", default="8,32", help="side-by-side connections (%(default)s)")
+    parser.add_argument("--seconds", type=float, help="per measured run (side by side: 3; --quick: 1.5)")
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        action="append",
+        default=[],
+        help="side by side: also this server from another checkout (e.g. an older commit's tree)",
+    )
+    parser.add_argument("--sends", type=int, default=100_000, help="--only rss: sends per server (100000)")
     parser.add_argument("--worker-class", choices=["gevent", "gthread", "both"], default="gevent")
-    parser.add_argument("--rounds", type=int, default=1, help="HTTP runs to take the median of (1)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs to take the median of (3; --quick: 1)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     redis_url = args.redis_url.rstrip("/") + f"/{args.redis_db}"
@@ -328,7 +347,28 @@ def main() -> None:
     report: dict[str, Any] = {}
     flush(redis_url)
     try:
-        if args.only in (None, "dispatch"):
+        if args.only in (None, "peer", "rss"):
+            missing = peer.available()
+            if missing:
+                sys.exit(f"./dev bench: {missing}")
+        if args.only in (None, "peer"):
+            setups = [parse_setup(text) for text in args.setups.split(",")]
+            if args.quick:
+                setups = setups[:2]
+            side = peer.side_by_side(setups, args.scenarios.split(","), [int(c) for c in args.clients.split(",")],
+                                     args.seconds or (1.5 if args.quick else 3.0),
+                                     1 if args.quick else args.rounds, redis_url,
+                                     [path.resolve() for path in args.compare])  # fmt: skip
+            peer.print_side_by_side(side)
+            report["side by side"] = side
+        if args.only in (None, "roundtrips"):
+            for label, url in (("memory", "memory://"), ("redis", redis_url)):
+                report[f"round trips {label} (auth on)"] = peer.round_trips(url)
+                flush(redis_url)
+        if args.only == "rss":
+            report["rss after sends"] = peer.rss_after_sends(redis_url, 2, args.worker_class, args.sends, 32)
+            flush(redis_url)
+        if args.only == "dispatch":
             for label, url in (("memory", "memory://"), ("redis", redis_url)):
                 report[f"dispatch {label}"] = dispatch_bench(url, seconds)
                 flush(redis_url)
@@ -339,7 +379,7 @@ def main() -> None:
                 report[f"round trips {label}"] = round_trips_per_request(url)
                 flush(redis_url)
         classes = ["gevent", "gthread"] if args.worker_class == "both" else [args.worker_class]
-        if args.only in (None, "http"):
+        if args.only == "http":
             setups = (("memory, 1 worker", "memory://", 1), ("redis, 1 worker", redis_url, 1),
                       ("redis, 2 workers", redis_url, 2))  # fmt: skip
             # Rounds alternate the worker classes, so a machine that gets busier or quieter during the run
@@ -352,7 +392,7 @@ def main() -> None:
                         runs.setdefault(f"http {worker_class}, {label}", []).append(result)
                         flush(redis_url)
             report.update({section: median_rows(results) for section, results in runs.items()})
-        if args.only in (None, "probes"):
+        if args.only == "probes":
             for worker_class in classes:
                 for label, url, workers in (
                     ("memory, 1 worker", "memory://", 1),
@@ -366,9 +406,22 @@ def main() -> None:
                 )
     finally:
         flush(redis_url)
-    print_report(report)
+    print_report({k: v for k, v in report.items() if k != "side by side"})
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+
+
+def parse_setup(text: str) -> dict[str, Any]:
+    """``STORE:WORKERS:CLASS[:THREADS]`` (threads: gthread only, default 8)."""
+    store, workers, worker_class, *rest = text.split(":")
+    if store not in ("memory", "redis") or worker_class not in ("gevent", "gthread"):
+        raise SystemExit(f"--setups: not STORE:WORKERS:CLASS[:THREADS]: {text!r}")
+    return {
+        "store": store,
+        "workers": int(workers),
+        "class": worker_class,
+        "threads": int((rest or ["8"])[0]),
+    }
 
 
 def median_rows(results: list[dict[str, Any]]) -> dict[str, Any]:

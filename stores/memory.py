@@ -92,13 +92,13 @@ class MemoryBackend(Backend):
             at = leases.frees_at(name) if leases else None
             if at is not None:
                 frees_at[name] = at
-        tasks = data.tasks.get(scope, {})
+        tasks = data.tasks.get(scope)
         return ScopeUsage(
             scope,
             counters,
             len(docs),
             sum(len(text.encode()) for text in docs.values()),
-            len(tasks),
-            sum(entry.size for entry in tasks.values()),
+            len(tasks) if tasks else 0,
+            tasks.total_bytes if tasks else 0,
             frees_at,
         )

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 from stores.changes import ChangeSet, Key, Lease, Quota, merge_quotas
 from stores.errors import ConflictError, QuotaExceeded
 from stores.memory_leases import ScopeLeases
+from stores.memory_task_table import TaskTable
 from stores.records import encode
 
 
@@ -32,7 +32,7 @@ class MemoryData:
         # Per scope: the highest version any document that went away had; a new document starts above it.
         self.floors: dict[str, int] = {}
         # partition (tenant) → (scope, id) → memory_tasks.Entry: capacity and eviction are per partition
-        self.tasks: dict[str, dict[tuple[str, str], Any]] = {}
+        self.tasks: dict[str, TaskTable] = {}
         self.events: dict[tuple[str, str], list[tuple[int, str]]] = {}
         self.next_sequence: dict[str, int] = {}  # per partition, like the Redis backend's stats hash
         self.next_task_version: dict[str, int] = {}  # per partition: a task version is never reused

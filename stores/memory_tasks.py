@@ -5,7 +5,6 @@ one lock before writing either. What a task is filed by comes from the store's d
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from stores.changes import ChangeSet, Key
 from stores.errors import ClaimsFull, KeyClaimed, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
+from stores.memory_task_table import TaskTable
 from stores.records import decode, encode, expected_version, first_event_number
 
 TaskRef = tuple[str, str]  # (scope, task id)
@@ -95,12 +95,16 @@ class MemoryTaskStore(TaskStore):
             self._remove(ref)
 
     def _remove(self, ref: TaskRef) -> None:
-        self._data.tasks.get(task_partition(ref[0]), {}).pop(ref, None)
+        tasks = self._data.tasks.get(task_partition(ref[0]))
+        if tasks is not None:
+            tasks.pop(ref, None)
         self._data.events.pop(ref, None)
         self._data.paused.pop(ref, None)
 
     def _entry(self, ref: TaskRef) -> Entry | None:
-        return self._data.tasks.get(task_partition(ref[0]), {}).get(ref)
+        tasks = self._data.tasks.get(task_partition(ref[0]))
+        entry: Entry | None = tasks.get(ref) if tasks is not None else None
+        return entry
 
     def load_versioned(self, scope: str, task_id: str) -> Versioned:
         with self._data.lock:
@@ -217,7 +221,9 @@ class MemoryTaskStore(TaskStore):
             data.events.pop(ref, None)
         sequence = previous.sequence if previous else data.next_sequence[partition]
         version = data.next_task_version[partition] = data.next_task_version.get(partition, 0) + 1
-        tasks = data.tasks.setdefault(partition, {})
+        tasks = data.tasks.get(partition)
+        if tasks is None:
+            tasks = data.tasks[partition] = TaskTable(_evictable)
         tasks[ref] = Entry(prepared.text, prepared.size, sequence, now, prepared.facts, version)
         if prepared.facts.lifecycle is Lifecycle.PAUSED:
             data.paused[ref] = now
@@ -242,35 +248,29 @@ class MemoryTaskStore(TaskStore):
 
     def _plan_eviction(self, prepared: PreparedSave, previous: Entry | None) -> list[TaskRef]:
         """Victims of the partition that make the save fit, oldest last update first; raises (changing
-        nothing) if none do."""
-        ref = prepared.ref
-        tasks = self._data.tasks.get(prepared.partition, {})
+        nothing) if none do. O(log n) per victim (stores/memory_task_table.py)."""
+        tasks = self._data.tasks.get(prepared.partition)
+        if tasks is None:
+            return []
         count = len(tasks) + (0 if previous else 1)
-        total = sum(e.size for e in tasks.values()) - (previous.size if previous else 0) + prepared.size
-        victims: list[TaskRef] = []
-        if count <= self.limits.max_tasks and total <= self.limits.max_total_bytes:
-            return victims
-        # At capacity a save usually needs one victim: a heap finds it without sorting every task.
-        candidates = [
-            (e.updated, e.sequence, r)
-            for r, e in tasks.items()
-            if r != ref and e.facts.lifecycle is not Lifecycle.ACTIVE
-        ]
-        heapq.heapify(candidates)
-        while candidates and (count > self.limits.max_tasks or total > self.limits.max_total_bytes):
-            victim = heapq.heappop(candidates)[2]
-            victims.append(victim)
-            count -= 1
-            total -= tasks[victim].size
-        if count > self.limits.max_tasks or total > self.limits.max_total_bytes:
+        total = tasks.total_bytes - (previous.size if previous else 0) + prepared.size
+        limits = self.limits
+
+        def fits(evicted: int, evicted_bytes: int) -> bool:
+            return count - evicted <= limits.max_tasks and total - evicted_bytes <= limits.max_total_bytes
+
+        if fits(0, 0):
+            return []
+        victims = tasks.victims(prepared.ref, fits)
+        if victims is None:
             raise TaskStoreFull("no terminal or paused task can be evicted to make room")
         return victims
 
     def list(self, scope: str, query: TaskQuery) -> TaskPage:
         with self._data.lock:
             self._expire(self._clock())
-            tasks = self._data.tasks.get(task_partition(scope), {})
-            mine = {tid: e for (s, tid), e in tasks.items() if s == scope}
+            tasks = self._data.tasks.get(task_partition(scope))
+            mine: dict[str, Entry] = {tid: e for (s, tid), e in (tasks or {}).items() if s == scope}
             rows = [
                 Row(tid, e.facts.status_time, e.sequence, e.facts.context_id, e.facts.state)
                 for tid, e in mine.items()
@@ -297,6 +297,10 @@ class MemoryTaskStore(TaskStore):
         with self._data.lock:
             log = self._data.events.get((scope, task_id))
             return _event_id(log[-1][0]) if log else None
+
+
+def _evictable(entry: Entry) -> bool:
+    return entry.facts.lifecycle is not Lifecycle.ACTIVE
 
 
 def _event_id(number: int) -> str:

@@ -184,19 +184,23 @@ def frame(args: JSON, view: StateView, env: Env) -> JSON:
 thought = f.string()
 artifact_id = f.sha256_id
 
+# parse, create, compile and inspect answer from their arguments and what they read alone (no clock, no random
+# id): when they write nothing, their answer may be replayed from the runtime's memo (runtime/memo.py).
 OPERATIONS = table(
-    Operation("parse", _request("parse", thought=thought), parse),
+    Operation("parse", _request("parse", thought=thought), parse, memo=True),
     Operation(
         "create",
         _request("create", thought=thought, options=f.Optional(creation_options, DEFAULT_CREATION)),
         create,
+        memo=True,
     ),
     Operation(
         "compile",
         _request("compile", intent=validate_intent, options=f.Optional(creation_options, DEFAULT_CREATION)),
         compile_,
+        memo=True,
     ),
-    Operation("inspect", _request("inspect", artifactId=artifact_id), inspect),
+    Operation("inspect", _request("inspect", artifactId=artifact_id), inspect, memo=True),
     Operation("run", _request("run", artifactId=artifact_id), run),
     Operation(
         "reproduce", _request("reproduce", artifactId=artifact_id, recordId=f.string(1, 128)), reproduce

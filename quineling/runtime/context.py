@@ -138,6 +138,25 @@ class StateView:
         """Whether every read came from the store itself, none from a cache (``Versioned.confirmed``)."""
         return not self._unconfirmed
 
+    @property
+    def is_read_only(self) -> bool:
+        """Whether nothing is staged but reads (extensions aside): the outcome is an observation."""
+        return not (self._put or self._delete or self._quotas or self._leases)
+
+    def reads(self) -> dict[Key, tuple[JSON | None, int]]:
+        """Every document read, with the version read (0: absent)."""
+        return {key: (value, self._expect[key]) for key, value in self._values.items()}
+
+    def seed(self, reads: dict[Key, tuple[JSON | None, int]]) -> None:
+        """Take ``reads`` as read but unconfirmed, as from a cache: a remembered answer's (runtime/memo.py),
+        whose versions the commit must then expect."""
+        for key, (value, version) in reads.items():
+            self._values[key] = value
+            self._expect[key] = version
+        if reads:
+            self._reads += 1
+            self._unconfirmed = True
+
     def found(self) -> list[Key]:
         """Every key read from the store that was there: what this request *used*."""
         return [key for key, value in self._values.items() if value is not None]

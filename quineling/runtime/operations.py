@@ -14,11 +14,14 @@ Handler = Callable[[JSON, StateView, Env], JSON]
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """``spec`` validates the whole request (including ``operation``); ``handler`` computes the result."""
+    """``spec`` validates the whole request (including ``operation``); ``handler`` computes the result.
+    ``memo``: the result is a function of the validated arguments and the documents read alone, so an answer
+    that wrote nothing may be replayed while those documents keep their versions (runtime/memo.py)."""
 
     name: str
     spec: Spec[JSON]
     handler: Handler
+    memo: bool = False
 
 
 def table(*operations: Operation) -> Mapping[str, Operation]:

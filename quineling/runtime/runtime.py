@@ -15,6 +15,7 @@ from quineling.runtime import retention
 from quineling.runtime.context import QUOTA_LIMITS, Env, RuntimeLimits, StateView, utc_time
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_request_values
+from quineling.runtime.memo import AnswerMemo
 from quineling.runtime.operations import Operation
 from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet, Key
@@ -54,6 +55,7 @@ class Runtime:
         *,
         env: Env | None = None,
         scope: str = DEFAULT_SCOPE,
+        memo_entries: int = 1024,
     ) -> None:
         if store is None:
             from stores.memory import MemoryBackend
@@ -65,6 +67,8 @@ class Runtime:
             self.env.limits = limits
         self.scope = scope
         self.operations: Mapping[str, Operation] = _registered_operations()
+        # Answers to identical requests, replayed only once the commit confirms what they rest on (memo.py).
+        self.memo = AnswerMemo(memo_entries) if memo_entries else None
 
     @property
     def limits(self) -> RuntimeLimits:
@@ -88,6 +92,17 @@ class Runtime:
         except QuinelingError as exc:
             self._record(scope, attach, exc)
             raise
+        # Only with a write to commit: it carries the confirmation at no extra round trip, while a plain dispatch
+        # that read its documents from the store itself commits nothing (so extends nothing), as before.
+        memo_key = (
+            AnswerMemo.key(scope, operation.name, args)
+            if self.memo is not None and operation.memo and attach is not None
+            else None
+        )
+        if memo_key is not None:
+            replayed = self._replay(scope, memo_key, attach)
+            if replayed is not None:
+                return replayed
         for _ in range(self.limits.max_attempts):
             view = StateView(self.store, scope)
             try:
@@ -102,6 +117,7 @@ class Runtime:
             try:
                 if changes.is_empty:
                     self._observe(scope, view, attach, outcome)
+                    self._remember(memo_key, view, outcome)
                 else:
                     self.store.commit(scope, changes, task=attach(outcome) if attach else None)
             except ConflictError:
@@ -114,6 +130,32 @@ class Runtime:
         error = QuinelingError("busy", "the store stayed contended; retry the request")
         self._record(scope, attach, error)
         raise error
+
+    def _replay(self, scope: str, key: str, attach: Attach | None) -> Outcome | None:
+        """The remembered answer to this request, committed like a fresh one on unconfirmed reads (its task
+        write, the extensions of what it used, the versions it rests on); ``None`` when there is none or a
+        version changed (then the entry is dropped and the caller computes the answer)."""
+        assert self.memo is not None
+        replay = self.memo.get(key)
+        if replay is None:
+            return None
+        view = StateView(self.store, scope)
+        view.seed(replay.reads)
+        retention.stage(view, self.env)
+        try:
+            self._observe(scope, view, attach, replay.outcome)
+        except ConflictError:
+            self.memo.forget(key)
+            return None
+        return replay.outcome
+
+    def _remember(self, key: str | None, view: StateView, outcome: Outcome) -> None:
+        """Keep a committed observation for replay, when the reads it rests on are known to be consistent:
+        one snapshot, or versions the commit just confirmed."""
+        if key is None or self.memo is None or not view.is_read_only:
+            return
+        if view.is_snapshot or not view.is_confirmed:
+            self.memo.remember(key, outcome, view.reads())
 
     def _observe(self, scope: str, view: StateView, attach: Attach | None, outcome: Outcome) -> None:
         """Commit what a read-only outcome needs; raises :class:`ConflictError` when it must be recomputed.
