@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 import pytest
 
 from quineling.config import ENV_PREFIX, Settings, load_settings
-from tests.deploy.test_manifests import PENDING_SETTINGS
 from tests.docs.examples import ROOT, DocError, Document, Fence, fill, mismatches, parse_json
 from tests.docs.helper import served_app
 
@@ -441,7 +440,7 @@ def test_configuration_table_lists_every_variable_the_server_reads(readme: Docum
         p for p in (ROOT / "deploy").rglob("*") if p.is_file() and "__pycache__" not in p.parts
     ):
         deployed |= set(re.findall(r"QUINELING_[A-Z0-9_]+", path.read_text()))
-    assert sorted(deployed - read - PENDING_SETTINGS) == []
+    assert sorted(deployed - read) == []
 
 
 def test_configuration_table_defaults_are_the_settings_defaults(readme: Document) -> None:
