@@ -48,6 +48,13 @@ class Session:
             )
         return self._client
 
+    def close(self) -> None:
+        """Close the client's connections (an embedding caller — or a test running ``main()`` in process —
+        must not be left with open sockets)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
     def capability(self, name: str) -> bool:
         """What the card declares (the client reads v0.3 and older cards into the same fields)."""
         card = self.client.card

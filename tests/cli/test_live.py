@@ -1,5 +1,7 @@
-"""The command line against a live Quineling agent (gunicorn on loopback), run as a subprocess exactly as a
-script runs it. Each test names the official CLI requirement IDs it backs (docs/cli.md, "Compliance")."""
+"""The command line against a live Quineling agent (gunicorn on loopback), through the same ``main()`` the
+console script calls, in process with a clean environment (tests.cli.support.cli_in_process: a subprocess costs
+about a second of start-up each); the tests of line-by-line flushing run ``python -m quineling`` as a real
+subprocess, as a script does. Each test names the official CLI requirement IDs it backs (docs/cli.md, "Compliance")."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.cli.support import Run, clean_env, cli
+from tests.cli.support import Run, clean_env, cli_in_process
 from tests.client.proxy import Seen, proxy
 from tests.support.live import LiveServer, live_server
 
@@ -41,7 +43,7 @@ def q(server: LiveServer, tmp_path: Path) -> Q:
 
     def run(*args: str, agent: str | None = server.base_url, stdin: str | None = None, **extra: str) -> Run:
         prefix = ["-a", agent] if agent else []
-        return cli(*args, *prefix, cwd=tmp_path, env={**env, **extra}, stdin=stdin)
+        return cli_in_process(*args, *prefix, cwd=tmp_path, env={**env, **extra}, stdin=stdin)
 
     return run
 
