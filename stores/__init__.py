@@ -1,9 +1,11 @@
-"""Storage for Quineling: the contracts (:mod:`stores.base`) and their backends, chosen by URL."""
+"""Storage for Quineling: the contracts (:mod:`stores.base`) and their backends, chosen by URL
+(``BACKENDS``: scheme → a loader of the backend class)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stores.base import (
     JSON,
@@ -35,12 +37,31 @@ from stores.errors import (
     TaskTooLarge,
 )
 from stores.memory import MemoryBackend
-from stores.redis import RedisBackend
 from stores.scopes import ScopeLimits, ScopeRegistry
 
-BACKENDS: dict[str, Callable[..., Backend]] = {
-    scheme: backend for backend in (MemoryBackend, RedisBackend) for scheme in backend.scheme
+if TYPE_CHECKING:
+    from stores.redis import RedisBackend
+
+# The Redis backend (and the redis library, a quarter of a second to import) loads only when a Redis URL or
+# ``stores.RedisBackend`` is asked for, so a process on the memory store — the CLI, say — never pays for it.
+_REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def _redis_backend() -> Callable[..., Backend]:
+    backend: Callable[..., Backend] = importlib.import_module("stores.redis").RedisBackend
+    return backend
+
+
+BACKENDS: dict[str, Callable[[], Callable[..., Backend]]] = {
+    **{scheme: (lambda: MemoryBackend) for scheme in MemoryBackend.scheme},
+    **{scheme: _redis_backend for scheme in _REDIS_SCHEMES},
 }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisBackend":
+        return _redis_backend()
+    raise AttributeError(f"module 'stores' has no attribute {name!r}")
 
 
 def backend_from_url(url: str, **options: Any) -> Backend:
@@ -48,7 +69,7 @@ def backend_from_url(url: str, **options: Any) -> Backend:
     ``redis+cluster://host:port[,host:port…]``, ``rediss+cluster://…`` (a Redis Cluster, docs/cluster.md)."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     try:
-        backend_cls = BACKENDS[scheme]
+        backend_cls = BACKENDS[scheme]()
     except KeyError:
         known = ", ".join(sorted(BACKENDS))
         raise ValueError(f"unsupported store URL {url!r}: scheme must be one of {known}") from None

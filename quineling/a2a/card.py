@@ -10,6 +10,40 @@ from quineling.a2a.versions import normalize_version
 
 AGENT_VERSION = "0.0.0-experimental"
 
+# Extensions this server honours beyond A2A 1.0 (docs/decisions-a2a.md, "Card extensions"): URIs this project
+# owns, never required, so a client that knows them can rely on the behaviour and any other ignores them.
+EXTENSION_BASE = "https://quineling.dev/a2a/extensions/"
+IDEMPOTENCY_EXTENSION = EXTENSION_BASE + "idempotency/v1"
+RESUMABLE_STREAMS_EXTENSION = EXTENSION_BASE + "resumable-streams/v1"
+LONG_POLL_EXTENSION = EXTENSION_BASE + "long-poll/v1"
+EXTENSIONS = [
+    {
+        "uri": IDEMPOTENCY_EXTENSION,
+        "description": (
+            "SendMessage and SendStreamingMessage honour an Idempotency-Key request header: the same key and "
+            "request from the same principal within the key's lifetime executes once and answers with the "
+            "original task, so a keyed send is safe to retry."
+        ),
+        "required": False,
+    },
+    {
+        "uri": RESUMABLE_STREAMS_EXTENSION,
+        "description": (
+            "Every event frame has an SSE id; SubscribeToTask with the Last-Event-ID header resumes exactly "
+            "after that event, on any server, or refuses with InvalidParams saying to call GetTask."
+        ),
+        "required": False,
+    },
+    {
+        "uri": LONG_POLL_EXTENSION,
+        "description": (
+            "Tasks carry metadata.generation; GetTask with currentGeneration=N answers as soon as the task's "
+            "generation is above N, or after a bounded wait with the task as it is."
+        ),
+        "required": False,
+    },
+]
+
 _CREATE = {"operation": "create", "thought": "[2,3,4] | square | sum | report total"}
 _SKILLS = [
     {
@@ -73,7 +107,12 @@ def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
         ),
         "version": AGENT_VERSION,
         "supportedInterfaces": interfaces,
-        "capabilities": {"streaming": True, "pushNotifications": False, "extendedAgentCard": False},
+        "capabilities": {
+            "streaming": True,
+            "pushNotifications": False,
+            "extendedAgentCard": False,
+            "extensions": json.loads(json.dumps(EXTENSIONS)),
+        },
         "defaultInputModes": ["application/json", "text/plain"],
         "defaultOutputModes": ["application/json"],
         "skills": json.loads(json.dumps(_SKILLS)),

@@ -135,9 +135,12 @@ def _call(args: Any, settings: Settings, out: Out) -> int:
 
     configure_debug(settings)
     session = Session(settings, out)
-    if args.handler == "conformance":
-        return int(_load("conformance:conformance")(session))
-    return int(_load(HANDLERS[args.handler])(session, args))
+    try:
+        if args.handler == "conformance":
+            return int(_load("conformance:conformance")(session))
+        return int(_load(HANDLERS[args.handler])(session, args))
+    finally:
+        session.close()
 
 
 def _shown_default(settings: Settings, dest: str) -> str:

@@ -48,6 +48,13 @@ class Session:
             )
         return self._client
 
+    def close(self) -> None:
+        """Close the client's connections (an embedding caller — or a test running ``main()`` in process —
+        must not be left with open sockets)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
     def capability(self, name: str) -> bool:
         """What the card declares (the client reads v0.3 and older cards into the same fields)."""
         card = self.client.card
@@ -113,7 +120,9 @@ class Session:
 
     # --- waiting ---------------------------------------------------------------------------------------
     def follow(self, task: dict[str, Any]) -> dict[str, Any]:
-        """Poll until a terminal or interrupted state (UNSPECIFIED keeps polling), bounded by --timeout."""
+        """Poll until a terminal or interrupted state (UNSPECIFIED keeps polling), bounded by --timeout. An
+        agent that declares Quineling's long-poll extension is asked to hold each GetTask until the task's
+        generation changes (docs/cli.md, "Waiting"); others are polled from --poll-interval."""
         limit = self.settings["timeout"]
         deadline = time.monotonic() + limit if limit else None
         first = interval = max(0.05, self.settings["poll_interval"])
@@ -133,6 +142,13 @@ class Session:
                     f"task {task.get('id')} was still {state_of(task)} after --timeout {limit:g}s",
                     hint=f"{self._prefix()} task get --wait {task.get('id')}",
                 )
+            generation = Task.parse(task).generation if self.client.long_polls else None
+            if generation is not None:
+                wait = None if deadline is None else max(0.05, deadline - now)
+                task = self.call(
+                    self.client.get_task, task["id"], current_generation=generation, wait=wait
+                ).raw
+                continue
             time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - now)))
             interval = min(interval * BACKOFF, first * 5)
             task = self.call(self.client.get_task, task["id"]).raw
@@ -209,15 +225,16 @@ def send(session: Session, args: argparse.Namespace) -> int:
         raise usage("--stream follows the task live; it cannot be combined with --async")
     message = _message(session, args)
     client = session.client
+    key = settings["idempotency_key"]  # None: the client mints one when the agent declares the extension
     if settings["task_id"]:
         log.debug("continuing task %s; a rejected id fails, no new task is started", settings["task_id"])
     if settings["stream"]:
         if session.capability("streaming"):
-            return stream_events(session, session.call(client.stream, message))
+            return stream_events(session, session.call(client.stream, message, idempotency_key=key))
         session.out.warn("note: the agent's card declares no streaming; sent as a blocking request")
-        result = session.call(client.send, message)
+        result = session.call(client.send, message, idempotency_key=key)
         return stream_events(session, [result])
-    result = session.call(client.send, message, return_immediately=not wait)
+    result = session.call(client.send, message, return_immediately=not wait, idempotency_key=key)
     if wait and isinstance(result, Task) and state_of(result.raw) not in TERMINAL | INTERRUPTED:
         session.print_send_result(Task.parse(session.follow(result.raw)))
         return 0

@@ -161,6 +161,16 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option("no_retry", ("--no-retry",), BOOL, False, "no automatic retries (same as --retries 0)"),
+    Option(
+        "idempotency_key",
+        ("--idempotency-key",),
+        TEXT,
+        None,
+        "send: the Idempotency-Key (reuse it to repeat this send safely; default: a fresh one per send when "
+        "the agent declares support)",
+        env=False,  # one key per logical send: a key from the environment would merge unrelated sends
+        metavar="KEY",
+    ),
 )
 BY_DEST = {option.dest: option for option in OPTIONS}
 

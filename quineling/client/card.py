@@ -16,6 +16,13 @@ from quineling.client.errors import CardError
 
 JSONDict = dict[str, Any]
 
+# Extensions the client acts on (docs/client.md, "Extensions"): Quineling's own, declared in the card's
+# ``capabilities.extensions``. An agent that does not declare one gets the plain A2A 1.0 behaviour.
+EXTENSION_BASE = "https://quineling.dev/a2a/extensions/"
+IDEMPOTENCY = EXTENSION_BASE + "idempotency/v1"  # sends honour Idempotency-Key: keyed sends are retried
+RESUMABLE_STREAMS = EXTENSION_BASE + "resumable-streams/v1"  # SubscribeToTask honours Last-Event-ID
+LONG_POLL = EXTENSION_BASE + "long-poll/v1"  # GetTask honours currentGeneration
+
 
 @dataclass(frozen=True)
 class Interface:
@@ -71,6 +78,10 @@ class AgentCard:
     generation: str  # "1.0" (incl. the superset card), "0.3" or "legacy"
     source: str = ""  # where it was read from
     raw: JSONDict = field(default_factory=dict, repr=False)
+    extensions: frozenset[str] = frozenset()  # the URIs of capabilities.extensions
+
+    def declares(self, uri: str) -> bool:
+        return uri in self.extensions
 
     def find_skills(self, term: str) -> list[Skill]:
         return [s for s in self.skills if s.matches(term)]
@@ -166,6 +177,12 @@ def _skills(card: JSONDict) -> tuple[Skill, ...]:
     return tuple(skills)
 
 
+def _extensions(caps: JSONDict) -> frozenset[str]:
+    declared = caps.get("extensions")
+    entries = declared if isinstance(declared, list) else []
+    return frozenset(_s(e.get("uri")) for e in entries if isinstance(e, dict) and _s(e.get("uri")))
+
+
 def _generation(card: JSONDict) -> str:
     if isinstance(card.get("supportedInterfaces"), list) and card["supportedInterfaces"]:
         return "1.0"
@@ -209,4 +226,5 @@ def parse_card(raw: object, *, source: str = "") -> AgentCard:
         generation=_generation(raw),
         source=source,
         raw=raw,
+        extensions=_extensions(caps),
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from quineling.client.breaker import BreakerSettings, CircuitBreaker
-from quineling.client.card import AgentCard, Interface, parse_card
+from quineling.client.card import IDEMPOTENCY, LONG_POLL, RESUMABLE_STREAMS, AgentCard, Interface, parse_card
 from quineling.client.credentials import Credentials
 from quineling.client.discovery import CACHE, CardCache, is_url, load_card, resolve_source
 from quineling.client.errors import CardError, ClientTimeout, ProtocolError, not_supported
@@ -49,6 +49,7 @@ from quineling.client.transports import (
 JSONDict = dict[str, Any]
 POLL_START = 0.5  # delegate's first poll interval; it grows ×1.5 to POLL_MAX
 POLL_MAX = 5.0
+LONG_POLL_MAX = 30.0  # the longest a long-poll GetTask is held by the agent (Quineling's bound)
 TRACKED_TASKS = 1024  # tasks whose last state this client remembers, to validate what it sees next
 
 
@@ -175,10 +176,19 @@ class A2AClient:
         self._index += 1
         self.transport = _transport(self.channel, self._candidates[self._index])
 
-    def _call(self, op: str, params: JSONDict, *, idempotency_key: str | None = None) -> Any:
+    def _call(
+        self,
+        op: str,
+        params: JSONDict,
+        *,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
         while True:
             try:
-                result = self.transport.call(op, params, idempotency_key=idempotency_key)
+                result = self.transport.call(
+                    op, params, idempotency_key=idempotency_key, read_timeout=read_timeout
+                )
             except InterfaceMismatch as error:
                 self._next_interface(error)
                 continue
@@ -238,6 +248,14 @@ class A2AClient:
 
     # --- operations ----------------------------------------------------------------------------------------
 
+    def send_key(self, idempotency_key: str | None) -> str | None:
+        """The key for one logical send: the caller's, else — when the card declares Quineling's idempotency
+        extension — a fresh UUID, so the send is safe to retry (every retry of it reuses the key); else none,
+        and the send is never repeated once it may have reached the agent."""
+        if idempotency_key is None and self.card.declares(IDEMPOTENCY):
+            return str(uuid.uuid4())
+        return idempotency_key
+
     @staticmethod
     def _send_params(
         message: JSONDict | Message | str,
@@ -275,7 +293,8 @@ class A2AClient:
         params = self._send_params(message, return_immediately=return_immediately, history_length=history_length,
                                    accepted_output_modes=accepted_output_modes, metadata=metadata)  # fmt: skip
         sent_at = time.monotonic()
-        result = parse_send_response(self._call("SendMessage", params, idempotency_key=idempotency_key))
+        key = self.send_key(idempotency_key)
+        result = parse_send_response(self._call("SendMessage", params, idempotency_key=key))
         if isinstance(result, Task):
             self.observe(result.id, result.state, sent_at)
         return result
@@ -294,8 +313,9 @@ class A2AClient:
         if not self.card.streaming:
             raise not_supported("SendStreamingMessage", "streaming", -32004)
         params = self._send_params(message, metadata=metadata)
-        return follow(self._open(idempotency_key), "SendStreamingMessage", params, retry=self.retry,
-                      resume=resume, get_task=self.get_task, deadline=deadline, observe=self.observe)  # fmt: skip
+        return follow(self._open(self.send_key(idempotency_key)), "SendStreamingMessage", params, retry=self.retry,
+                      resume=resume, get_task=self.get_task, deadline=deadline, observe=self.observe,
+                      resumable=self.card.declares(RESUMABLE_STREAMS))  # fmt: skip
 
     def subscribe(
         self, task_id: str, *, resume: bool = True, deadline: float | None = None
@@ -306,14 +326,41 @@ class A2AClient:
             raise not_supported("SubscribeToTask", "streaming", -32004)
         return follow(self._open(None), "SubscribeToTask", {"id": task_id}, retry=self.retry, resume=resume,
                       task_id=task_id, get_task=self.get_task, deadline=deadline, observe=self.observe,
-                      initial=self.known_state(task_id))  # fmt: skip
+                      initial=self.known_state(task_id), resumable=self.card.declares(RESUMABLE_STREAMS))  # fmt: skip
 
-    def get_task(self, task_id: str, *, history_length: int | None = None) -> Task:
+    @property
+    def long_polls(self) -> bool:
+        """Whether GetTask can wait for a change here: the card declares Quineling's long-poll extension and
+        the interface in use is a 1.0 one (v0.3 ``tasks/get`` has no ``currentGeneration``)."""
+        return self.card.declares(LONG_POLL) and not self.interface.legacy
+
+    def get_task(
+        self,
+        task_id: str,
+        *,
+        history_length: int | None = None,
+        current_generation: int | None = None,
+        wait: float | None = None,
+    ) -> Task:
+        """``current_generation`` (long-poll, see :attr:`long_polls`): the agent answers once the task's
+        generation is above it, or after its bounded wait; ``wait`` caps that wait on this side (seconds)."""
         params: JSONDict = {"id": task_id}
         if history_length is not None:
             params["historyLength"] = history_length
+        read_timeout = None
+        if current_generation is not None:
+            params["currentGeneration"] = current_generation
+            read_timeout = (
+                max(self.channel.timeouts.read, LONG_POLL_MAX + 5) if wait is None else max(0.1, wait)
+            )
         sent_at = time.monotonic()
-        return self._task(self._call("GetTask", params), sent_at)
+        try:
+            return self._task(self._call("GetTask", params, read_timeout=read_timeout), sent_at)
+        except ClientTimeout:
+            if current_generation is None or wait is None:
+                raise
+            return self._task(self._call("GetTask", {k: v for k, v in params.items() if k != "currentGeneration"}),
+                              time.monotonic())  # fmt: skip
 
     def list_page(
         self,
@@ -438,15 +485,30 @@ class A2AClient:
         first = self.send(message, return_immediately=True)
         if isinstance(first, Message):
             return DelegateResult.of("completed", None, first)
-        task, interval = first, POLL_START
+        task = first
+        for snapshot in self.poll(first, deadline):
+            task = snapshot
+        if not (task.state.terminal or task.state.interrupted):
+            return DelegateResult.of("timeout", task)
+        return DelegateResult.of(task.state.short, task)
+
+    def poll(self, task: Task, deadline: float, interval: float = POLL_START) -> Iterator[Task]:
+        """The task's snapshots until it is terminal or interrupted, or ``deadline`` (``time.monotonic()``)
+        passes. With long-poll (:attr:`long_polls`, and the task carries a generation) each GetTask waits for
+        the next change, so a change is seen at once and an idle task costs one request per ~30 s; otherwise
+        fixed polling from ``interval``, backing off ×1.5 to 5 s. Each snapshot is validated by observe()."""
         while not (task.state.terminal or task.state.interrupted):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return DelegateResult.of("timeout", task)
-            time.sleep(min(interval, remaining))
-            interval = min(POLL_MAX, interval * 1.5)
-            task = self.get_task(first.id)  # validated against the previous poll by observe()
-        return DelegateResult.of(task.state.short, task)
+                return
+            generation = task.generation if self.long_polls else None
+            if generation is not None:
+                task = self.get_task(task.id, current_generation=generation, wait=remaining)
+            else:
+                time.sleep(min(interval, remaining))
+                interval = min(POLL_MAX, interval * 1.5)
+                task = self.get_task(task.id)
+            yield task
 
     def latency(self) -> dict[str, Any]:
         """``count``, ``mean``, ``p50``, ``p95`` (milliseconds) over the last 20 calls to this agent."""

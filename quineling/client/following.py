@@ -4,8 +4,10 @@ A stream that breaks (connection lost, stream timeout, the server closing it bef
 state) is resumed with SubscribeToTask, after the retry policy's backoff: with ``Last-Event-ID`` set to the last
 SSE ``id:`` seen when the server sends ids (events it replays are skipped by id), otherwise by subscribing
 afresh, whose first event — the task's current snapshot — is skipped when it equals the last one yielded. A
-task that became terminal while the stream was down cannot be subscribed to; its final state is then read with
-GetTask. Every state seen goes through the task's :class:`TaskStateMachine`, so an illegal transition raises
+task that became terminal while the stream was down cannot be subscribed to afresh; its final state is then read
+with GetTask — unless the agent declares resumable streams (``resumable``) and an id was seen: such an agent
+replays the missed events up to the terminal one, so the subscription is made with ``Last-Event-ID`` at once,
+and only if the agent refuses the id (it left its event log) does the client fall back to GetTask. Every state seen goes through the task's :class:`TaskStateMachine`, so an illegal transition raises
 :class:`ProtocolError` naming both states.
 """
 
@@ -47,9 +49,11 @@ def follow(
     deadline: float | None = None,
     observe: Callable[[str, TaskState], None] | None = None,
     initial: TaskState | None = None,
+    resumable: bool = False,
 ) -> Iterator[StreamEvent]:
     """``initial``: the task's state as known before the stream opened (the stream must follow from it);
-    ``observe`` is told every state seen."""
+    ``observe`` is told every state seen; ``resumable``: the agent honours ``Last-Event-ID`` on a terminal
+    task too (Quineling's resumable-streams extension)."""
     machine = TaskStateMachine(task_id, initial)
     seen: deque[str] = deque(maxlen=SEEN_IDS)
     seen_set: set[str] = set()
@@ -61,6 +65,7 @@ def follow(
         remaining = None if deadline is None else deadline - time.monotonic()
         if remaining is not None and remaining <= 0:
             raise ClientTimeout("the deadline passed while following the task's stream")
+        replaying = resumed and resumable and last_id is not None
         try:
             for item in open_stream(op, params, last_id, remaining):
                 if item.id:
@@ -99,6 +104,11 @@ def follow(
             if deadline is not None and time.monotonic() >= deadline:
                 raise
             cut = "the stream went silent"
+        except AgentError:
+            if not replaying:
+                raise
+            # The agent refused the id (older than its log, say): start over from the task as it is.
+            resumable, last_id, cut = False, None, "the agent could not resume from the last event id"
         if not resume or not machine.task_id:
             raise AgentUnreachable(
                 f"{cut}; it was not resumed", hint="subscribe to the task to follow it again"
@@ -110,6 +120,8 @@ def follow(
         retry.sleep(wait)
         attempt += 1
         op, params, resumed = "SubscribeToTask", {"id": machine.task_id}, True
+        if resumable and last_id is not None:
+            continue  # the agent replays what was missed, through the terminal event if there is one
         try:
             yield from _finish_if_terminal(machine, get_task, last_task_raw)
         except _Finished:

@@ -20,6 +20,10 @@ class LatencyTracker:
         with self._lock:
             self._samples.setdefault(agent, deque(maxlen=self.window)).append(seconds)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._samples.clear()
+
     def summary(self, agent: str) -> dict[str, Any]:
         """``count``, and in milliseconds ``mean``, ``p50`` and ``p95`` (``None`` before the first sample)."""
         with self._lock:

@@ -161,6 +161,12 @@ class Task:
     metadata: JSONDict = field(default_factory=dict)
     raw: JSONDict = field(default_factory=dict, repr=False)
 
+    @property
+    def generation(self) -> int | None:
+        """The server's change counter (``metadata.generation``, Quineling's long-poll extension), if any."""
+        value = self.metadata.get("generation")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
     @classmethod
     def parse(cls, raw: object) -> Task:
         task = _dict(raw, "task")

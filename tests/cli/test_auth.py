@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from quineling.auth.keyfile import add_key
-from tests.cli.support import clean_env, cli
+from tests.cli.support import clean_env, cli_in_process
 from tests.support.live import LiveServer, live_server
 
 pytestmark = pytest.mark.slow
@@ -38,17 +38,19 @@ def test_bearer_from_flag_or_variable_and_exit_4(
     """AUTH_001, AUTH_002 (env form; flag > env), EXIT_001 (4), OUT_004, INTERACT_002 (another's task)."""
     env = clean_env(tmp_path)
     a = ["-a", server.base_url, "-o", "json"]
-    missing = cli("send", SQUARE_SUM, *a, cwd=tmp_path, env=env)
+    missing = cli_in_process("send", SQUARE_SUM, *a, cwd=tmp_path, env=env)
     assert missing.code == 4 and missing.json()["error"]["code"] == "A2ACLI_ERR_CREDENTIALS_MISSING"
     assert "--bearer" in missing.json()["error"]["hint"]
-    wrong = cli("send", SQUARE_SUM, *a, "--bearer", "not-a-key", cwd=tmp_path, env=env)
+    wrong = cli_in_process("send", SQUARE_SUM, *a, "--bearer", "not-a-key", cwd=tmp_path, env=env)
     assert wrong.code == 4 and wrong.json()["error"]["code"] == "A2ACLI_ERR_AUTH_FAILED"
     assert "not-a-key" not in wrong.out + wrong.err
-    by_env = cli("send", SQUARE_SUM, *a, cwd=tmp_path, env={**env, "A2ACLI_BEARER": tokens["alice"]})
+    by_env = cli_in_process(
+        "send", SQUARE_SUM, *a, cwd=tmp_path, env={**env, "A2ACLI_BEARER": tokens["alice"]}
+    )
     task = by_env.json()["task"]
     assert by_env.code == 0 and task["status"]["state"] == "TASK_STATE_COMPLETED"
     # The flag wins over the variable: bob cannot see alice's task, alice can.
-    as_bob = cli(
+    as_bob = cli_in_process(
         "task",
         "get",
         task["id"],
@@ -60,7 +62,7 @@ def test_bearer_from_flag_or_variable_and_exit_4(
     )
     assert as_bob.code == 1 and as_bob.json()["error"]["code"] == "TaskNotFoundError"
     for binding in ("JSONRPC", "HTTP+JSON"):
-        as_alice = cli(
+        as_alice = cli_in_process(
             "task",
             "get",
             task["id"],
@@ -78,7 +80,7 @@ def test_debug_shows_the_wire_but_never_a_credential(
 ) -> None:
     """OUT_007, AUTH_004, AUTH_003, DEFAULT_001 (TLS row: the warning)."""
     secret_param = "trace-secret-value"
-    debug = cli(
+    debug = cli_in_process(
         "send",
         SQUARE_SUM,
         "-a",

@@ -1,5 +1,7 @@
-"""The command line against a live Quineling agent (gunicorn on loopback), run as a subprocess exactly as a
-script runs it. Each test names the official CLI requirement IDs it backs (docs/cli.md, "Compliance")."""
+"""The command line against a live Quineling agent (gunicorn on loopback), through the same ``main()`` the
+console script calls, in process with a clean environment (tests.cli.support.cli_in_process: a subprocess costs
+about a second of start-up each); the tests of line-by-line flushing run ``python -m quineling`` as a real
+subprocess, as a script does. Each test names the official CLI requirement IDs it backs (docs/cli.md, "Compliance")."""
 
 from __future__ import annotations
 
@@ -8,13 +10,15 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
-from tests.cli.support import Run, clean_env, cli
+from tests.cli.support import Run, clean_env, cli_in_process
+from tests.client.proxy import Seen, proxy
 from tests.support.live import LiveServer, live_server
 
 pytestmark = pytest.mark.slow
@@ -39,7 +43,7 @@ def q(server: LiveServer, tmp_path: Path) -> Q:
 
     def run(*args: str, agent: str | None = server.base_url, stdin: str | None = None, **extra: str) -> Run:
         prefix = ["-a", agent] if agent else []
-        return cli(*args, *prefix, cwd=tmp_path, env={**env, **extra}, stdin=stdin)
+        return cli_in_process(*args, *prefix, cwd=tmp_path, env={**env, **extra}, stdin=stdin)
 
     return run
 
@@ -400,3 +404,58 @@ def test_agents_registry_in_the_shared_store(q: Q, server: LiveServer) -> None:
         removed = q("agents", "remove", server.base_url, agent=None, **store)
     assert removed.code == 0
     assert q("agents", "remove", server.base_url, agent=None, **store).code == 3
+
+
+def test_send_with_an_idempotency_key_runs_once(q: Q) -> None:
+    """Beyond the official CLI: --idempotency-key (docs/cli.md, "Retries")."""
+    key = f"cli-{os.getpid()}-{time.monotonic_ns()}"
+    first = q("send", SQUARE_SUM, "--idempotency-key", key, "-o", "json")
+    again = q("send", SQUARE_SUM, "--idempotency-key", key, "-o", "json")
+    assert first.code == 0 and again.code == 0
+    assert again.json()["task"]["id"] == first.json()["task"]["id"]  # answered from the key, nothing re-run
+    other = q("send", INCOMPLETE, "--idempotency-key", key, "-o", "json")
+    assert other.code == 1 and "IDEMPOTENCY_KEY_REUSED" in other.out
+    fresh = q("send", SQUARE_SUM, "-o", "json")  # no flag: a key of its own, never the previous one
+    assert fresh.code == 0 and fresh.json()["task"]["id"] != first.json()["task"]["id"]
+
+
+def test_subscribe_resumes_a_cut_stream_with_last_event_id(q: Q, server: LiveServer, tmp_path: Path) -> None:
+    """Beyond the official CLI: ``task subscribe`` resumes by id on this server (docs/cli.md)."""
+    task = q("send", INCOMPLETE, "-o", "json").json()["task"]
+    cut: list[int] = []
+
+    def cut_first(n: int, seen: Seen) -> int | None:  # the first subscription breaks after its first event
+        if seen.path.endswith(":subscribe") and not cut:
+            cut.append(n)
+            return 1
+        return None
+
+    with proxy(server.base_url, cut_first) as front:
+        card = requests.get(
+            server.url("/.well-known/agent-card.json"), headers={"A2A-Version": "1.0"}, timeout=5
+        )
+        raw = card.json()
+        raw["supportedInterfaces"] = [{**i, "url": i["url"].replace(server.base_url, front.base)}
+                                      for i in raw["supportedInterfaces"]]  # fmt: skip
+        path = tmp_path / "proxied-card.json"
+        path.write_text(json.dumps(raw))
+        command = [sys.executable, "-m", "quineling", "task", "subscribe", task["id"], "--stream", "-o", "json",
+                   "--transport", "HTTP+JSON", "-a", str(path)]  # fmt: skip
+        with subprocess.Popen(command, cwd=tmp_path, env=clean_env(tmp_path), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) as follower:  # fmt: skip
+            assert follower.stdout is not None
+            first = json.loads(follower.stdout.readline())
+            deadline = time.monotonic() + 15
+            while (
+                len([s for s in front.seen if s.path.endswith(":subscribe")]) < 2
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+            requests.post(server.url(f"/a2a/rest/tasks/{task['id']}:cancel"), headers={"A2A-Version": "1.0"},
+                          timeout=5)  # fmt: skip
+            rest = [json.loads(line) for line in follower.stdout.read().splitlines()]
+            assert follower.wait(timeout=30) == 0
+        resumed = [s for s in front.seen if s.path.endswith(":subscribe")]
+    assert first["task"]["id"] == task["id"]
+    assert len(resumed) == 2 and resumed[1].header("Last-Event-ID") and not resumed[0].header("Last-Event-ID")
+    assert [line["statusUpdate"]["status"]["state"] for line in rest] == ["TASK_STATE_CANCELED"]  # no repeat

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.support import clean_env, cli
+from tests.cli.support import clean_env, cli_in_process
 from tests.client.fault_server import Reply, Request, card_for, fault_server, rpc_result, sse, task
 
 pytestmark = pytest.mark.slow
@@ -41,7 +41,7 @@ def test_subscribe_resumes_a_cut_stream_from_the_last_event(tmp_path: Path) -> N
 
     with fault_server(handle) as live:
         base[0] = live.base
-        followed = cli("task", "subscribe", "t1", "--stream", "-o", "json", "-a", live.base, cwd=tmp_path,
+        followed = cli_in_process("task", "subscribe", "t1", "--stream", "-o", "json", "-a", live.base, cwd=tmp_path,
                        env=clean_env(tmp_path))  # fmt: skip
     lines = [json.loads(line) for line in followed.out.splitlines()]
     assert followed.code == 0, followed.err
@@ -70,7 +70,7 @@ def test_get_task_is_retried_on_503_as_configured(
 
     with fault_server(handle) as live:
         base[0] = live.base
-        got = cli(
+        got = cli_in_process(
             "task", "get", "t1", "-o", "json", "-a", live.base, *flags, cwd=tmp_path, env=clean_env(tmp_path)
         )
     assert got.code == code and len(calls) == attempts
@@ -100,11 +100,13 @@ def test_push_config_create_get_list_delete(tmp_path: Path) -> None:
     with fault_server(handle) as live:
         base[0] = live.base
         env, a = clean_env(tmp_path), ["-a", live.base]
-        created = cli("task", "push-config", "create", "t1", "--url", config["url"], "--token", "tok",
+        created = cli_in_process("task", "push-config", "create", "t1", "--url", config["url"], "--token", "tok",
                       "--config-id", "cfg-1", *a, cwd=tmp_path, env=env)  # fmt: skip
-        got = cli("task", "push-config", "get", "t1", "cfg-1", "-o", "json", *a, cwd=tmp_path, env=env)
-        listed = cli("task", "push-config", "list", "t1", "-o", "json", *a, cwd=tmp_path, env=env)
-        deleted = cli("task", "push-config", "delete", "t1", "cfg-1", *a, cwd=tmp_path, env=env)
+        got = cli_in_process(
+            "task", "push-config", "get", "t1", "cfg-1", "-o", "json", *a, cwd=tmp_path, env=env
+        )
+        listed = cli_in_process("task", "push-config", "list", "t1", "-o", "json", *a, cwd=tmp_path, env=env)
+        deleted = cli_in_process("task", "push-config", "delete", "t1", "cfg-1", *a, cwd=tmp_path, env=env)
     assert created.code == 0 and created.fields()["Config-Id"] == "cfg-1" and "tok" not in created.out
     assert got.code == 0 and got.json() == config
     assert listed.code == 0 and listed.json() == {"configs": [config]}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.scripted_agent import scripted_agent
-from tests.cli.support import clean_env, cli
+from tests.cli.support import clean_env, cli_in_process
 
 pytestmark = pytest.mark.slow
 WORKING = "TASK_STATE_WORKING"
@@ -23,7 +23,7 @@ def test_send_waits_through_unspecified_and_polls_with_backoff(tmp_path: Path) -
     """TASK_POLL_001, TASK_POLL_002, TASK_POLL_003 (UNSPECIFIED keeps polling), VER_001, SEND_002."""
     script = [WORKING, "TASK_STATE_UNSPECIFIED", WORKING, WORKING, "TASK_STATE_COMPLETED"]
     with scripted_agent(script) as agent:
-        done = cli(
+        done = cli_in_process(
             "send",
             "hi",
             "-a",
@@ -49,7 +49,7 @@ def test_timeout_exits_5_with_the_envelope(tmp_path: Path) -> None:
     """TASK_POLL_002, EXIT_001 (5 is a timeout, and only that)."""
     with scripted_agent([WORKING]) as agent:
         started = time.monotonic()
-        timed_out = cli(
+        timed_out = cli_in_process(
             "task",
             "get",
             "--wait",
@@ -75,7 +75,9 @@ def test_timeout_exits_5_with_the_envelope(tmp_path: Path) -> None:
 def test_async_returns_a_working_task_at_once(tmp_path: Path) -> None:
     """SEND_002, OUT_006."""
     with scripted_agent([WORKING]) as agent:
-        started = cli("send", "hi", "--async", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path))
+        started = cli_in_process(
+            "send", "hi", "--async", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path)
+        )
     fields = started.fields()
     assert started.code == 0 and fields["Task-Id"] == "task-1" and fields["Context-Id"] == "ctx-1"
     assert fields["State"] == WORKING and "task get --wait task-1" in fields["Resume"]
@@ -113,7 +115,7 @@ def test_parts_travel_in_order_with_their_media_types(tmp_path: Path) -> None:
         "securitySchemes": {"key": {"apiKeySecurityScheme": {"location": "header", "name": "X-Agent-Key"}}}
     }
     with scripted_agent(["TASK_STATE_COMPLETED"], **scheme) as agent:
-        sent = cli("send", "first", "--text", "second", "--media-type", "text/markdown", "--file", str(blob),
+        sent = cli_in_process("send", "first", "--text", "second", "--media-type", "text/markdown", "--file", str(blob),
                    "--media-type", "application/x-notes", "--data", "-", "--file", "https://example.com/a.pdf",
                    "-a", agent.url, cwd=tmp_path, env={**clean_env(tmp_path), "A2ACLI_API_KEY": "k-123"},
                    stdin='{"n": 1}')  # fmt: skip
@@ -135,8 +137,8 @@ def test_a_message_reply_and_a_card_without_streaming(tmp_path: Path) -> None:
     """SEND_003: a direct Message exits 0 (also under --stream, as one JSONL line); no streaming on the card
     falls back to a blocking send rather than hanging."""
     with scripted_agent(["MESSAGE"]) as agent:
-        reply = cli("send", "hi", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path))
-        streamed = cli(
+        reply = cli_in_process("send", "hi", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path))
+        streamed = cli_in_process(
             "send", "hi", "--stream", "-o", "json", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path)
         )
     assert reply.code == 0 and reply.fields()["Message-Id"] == "m-1" and "hello back" in reply.out
@@ -145,7 +147,7 @@ def test_a_message_reply_and_a_card_without_streaming(tmp_path: Path) -> None:
     ]
     assert "declares no streaming" in streamed.err
     with scripted_agent(["TASK_STATE_COMPLETED"]) as agent:
-        one = cli(
+        one = cli_in_process(
             "send", "hi", "--stream", "-o", "json", "-a", agent.url, cwd=tmp_path, env=clean_env(tmp_path)
         )
     assert one.code == 0 and [next(iter(line)) for line in one.lines()] == ["task"]

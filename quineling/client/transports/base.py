@@ -57,8 +57,16 @@ class Transport(ABC):
         )
 
     @abstractmethod
-    def call(self, op: str, params: JSONDict, *, idempotency_key: str | None = None) -> Any:
-        """Run ``op`` (a 1.0 method name) with 1.0 ``params``; the 1.0-shaped result."""
+    def call(
+        self,
+        op: str,
+        params: JSONDict,
+        *,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
+        """Run ``op`` (a 1.0 method name) with 1.0 ``params``; the 1.0-shaped result. ``read_timeout``
+        overrides the channel's (a long-poll GetTask waits up to the server's bound)."""
 
     @abstractmethod
     def stream(

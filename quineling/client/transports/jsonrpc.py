@@ -40,8 +40,16 @@ class JsonRpcTransport(Transport):
         return HttpCall("POST", self.interface.url, body=envelope, headers=headers,
                         repeatable=self.repeatable(op, idempotency_key), stream=stream, operation=op), rid  # fmt: skip
 
-    def call(self, op: str, params: JSONDict, *, idempotency_key: str | None = None) -> Any:
+    def call(
+        self,
+        op: str,
+        params: JSONDict,
+        *,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
         http, rid = self._call(op, params, idempotency_key)
+        http.read_timeout = read_timeout
         response = self.channel.send(http)
         return self.translate(op, self._result(response, http, rid))
 

@@ -45,7 +45,7 @@ class RestTransport(Transport):
         if op == "SendStreamingMessage":
             return "POST", "/message:stream", body, {}
         if op == "GetTask":
-            return "GET", task, None, _query(p, "historyLength")
+            return "GET", task, None, _query(p, "historyLength", "currentGeneration")
         if op == "ListTasks":
             names = ("contextId", "status", "pageSize", "pageToken", "historyLength", "statusTimestampAfter",
                      "includeArtifacts")  # fmt: skip
@@ -76,8 +76,16 @@ class RestTransport(Transport):
                         headers=headers, repeatable=self.repeatable(op, idempotency_key), stream=stream,
                         operation=op)  # fmt: skip
 
-    def call(self, op: str, params: JSONDict, *, idempotency_key: str | None = None) -> Any:
+    def call(
+        self,
+        op: str,
+        params: JSONDict,
+        *,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
         http = self._call(op, params, idempotency_key)
+        http.read_timeout = read_timeout
         return self._result(self.channel.send(http), http)
 
     def stream(
