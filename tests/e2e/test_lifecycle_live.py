@@ -26,7 +26,16 @@ GRACEFUL_TIMEOUT = 30  # quineling.config.gunicorn_options
 
 
 def banner_lines(log: str) -> list[str]:
-    return [line for line in log.splitlines() if "quineling " in line and " serving " in line]
+    """The banner's text, from a text log line or from a JSON one's ``event`` (the log format is ``auto``: JSON
+    when the output is not a terminal, as under the tests)."""
+    texts = []
+    for line in log.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        texts.append(str(entry.get("event", "")) if isinstance(entry, dict) else line)
+    return [text for text in texts if "quineling " in text and " serving " in text]
 
 
 @pytest.fixture
