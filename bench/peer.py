@@ -260,6 +260,40 @@ def side_by_side(setups: list[dict[str, Any]], scenarios: list[str], clients: li
     return report
 
 
+def worker_classes(setups: list[dict[str, Any]], scenarios: list[str], clients: list[int], seconds: float,
+                   rounds: int, redis_url: str) -> dict[str, Any]:  # fmt: skip
+    """This server in several layouts (e.g. gevent and gthread on Redis × 2) running at once, driven in
+    interleaved rounds (layout A, B, A, B …, per scenario and client count), so a machine that gets busier
+    or quieter during the run favours none of them: the comparison a default worker class needs."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        keys = Path(tmp) / "keys"
+        keys.write_text(f"bench sha256:{_digest(TOKEN)}\n")
+        keys.chmod(0o600)
+        servers = []
+        for setup in setups:
+            store = redis_url if setup["store"] == "redis" else "memory://"
+            server = stack.enter_context(
+                quineling(store, setup["workers"], setup["class"], setup["threads"], keys)
+            )
+            server.name = f"{setup['store']} x{setup['workers']} {setup['class']}" + (
+                f" t{setup['threads']}" if setup["class"] == "gthread" else ""
+            )
+            servers.append(server)
+        for _ in range(rounds):
+            for scenario in scenarios:
+                for c in clients:
+                    for server in servers:
+                        runs.setdefault(f"{scenario}|{c}|{server.name}", []).append(
+                            wrk(server, scenario, c, seconds)
+                        )
+    rows: dict[str, Any] = {}
+    for key, figures in runs.items():
+        scenario, c, name = key.split("|")
+        rows[key] = {"scenario": SCENARIOS[scenario], "clients": int(c), "server": name, **median(figures)}
+    return {"worker classes, interleaved": rows}
+
+
 def _digest(token: str) -> str:
     import hashlib
 

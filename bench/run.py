@@ -9,6 +9,8 @@ before and after: never point it at a database anything else uses.
     ./dev bench --quick         # shorter runs, fewer setups
     ./dev bench --only rss      # resident memory after 100,000 sends, this server and the JS SDK
     ./dev bench --compare /path/to/older/checkout   # also that tree's server, in the same rounds
+    ./dev bench --only classes --setups redis:2:gevent,redis:2:gthread:4 --scenarios get,run
+                                # layouts of this server against each other, interleaved
     ./dev bench --only dispatch # or: http (against the Flask baseline only), probes (bench/probes.py)
     ./dev bench --worker-class both   # http and probes under gevent and gthread (default: gevent)
 """
@@ -318,7 +320,9 @@ def main() -> None:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
     parser.add_argument("--redis-db", type=int, default=12, help="the database to use and flush (12)")
     parser.add_argument("--quick", action="store_true", help="short runs, one concurrency level")
-    parser.add_argument("--only", choices=["peer", "rss", "roundtrips", "dispatch", "http", "probes"])
+    parser.add_argument(
+        "--only", choices=["peer", "classes", "rss", "roundtrips", "dispatch", "http", "probes"]
+    )
     parser.add_argument(
         "--setups",
         default="memory:1:gevent,redis:2:gevent,redis:2:gthread:4",
@@ -361,6 +365,14 @@ def main() -> None:
                                      [path.resolve() for path in args.compare])  # fmt: skip
             peer.print_side_by_side(side)
             report["side by side"] = side
+        if args.only == "classes":  # the layouts of --setups side by side, without the peer
+            setups = [parse_setup(text) for text in args.setups.split(",")]
+            classes_report = peer.worker_classes(setups, args.scenarios.split(","),
+                                                 [int(c) for c in args.clients.split(",")], args.seconds or 3.0,
+                                                 args.rounds, redis_url)  # fmt: skip
+            peer.print_side_by_side(classes_report)
+            report.update(classes_report)
+            flush(redis_url)
         if args.only in (None, "roundtrips"):
             for label, url in (("memory", "memory://"), ("redis", redis_url)):
                 report[f"round trips {label} (auth on)"] = peer.round_trips(url)

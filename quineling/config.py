@@ -515,22 +515,26 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
 
 
 # gunicorn's request of each WSGI input stream being served (environ["wsgi.input"] is the request's body), so
-# the app can have a connection closed (close_connection); entries go with their requests.
-_requests_by_input: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+# the app can have a connection closed (close_connection). The value is a weak reference: the request holds
+# its body (req.body), so a strong one would keep every entry's key alive — every request, its body, buffers
+# and socket objects, about 2.4 KiB per request, for the worker's life. Weak both ways, an entry goes when
+# gunicorn drops the request.
+_requests_by_input: weakref.WeakKeyDictionary[Any, weakref.ref[Any]] = weakref.WeakKeyDictionary()
 
 
 def remember_request(worker: Any, req: Any) -> None:
     """gunicorn's ``pre_request`` hook: note the request of this WSGI input stream."""
     body = getattr(req, "body", None)
     if body is not None:
-        _requests_by_input[body] = req
+        _requests_by_input[body] = weakref.ref(req)
 
 
 def close_connection(wsgi_input: object) -> None:
     """Have gunicorn answer the request of ``wsgi_input`` with ``Connection: close`` and close the connection
     after it, rather than read the rest of a body the app did not read to serve another request — a read
     that has no bound under gevent, so an endless upload would keep the worker busy. A no-op in-process."""
-    req = _requests_by_input.get(wsgi_input)
+    ref = _requests_by_input.get(wsgi_input)
+    req = ref() if ref is not None else None
     if req is not None:
         req.must_close = True  # what gunicorn's own Request.force_close sets, on HTTP/1 and HTTP/2 requests
 
