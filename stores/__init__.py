@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
 # The Redis backend (and the redis library, a quarter of a second to import) loads only when a Redis URL or
 # ``stores.RedisBackend`` is asked for, so a process on the memory store — the CLI, say — never pays for it.
-_REDIS_SCHEMES = ("redis", "rediss", "unix")
+# The same schemes as RedisBackend.scheme (tests/stores/test_cluster_url.py holds them equal).
+_REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 
 
 def _redis_backend() -> Callable[..., Backend]:

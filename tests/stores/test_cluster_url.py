@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from stores import BACKENDS, RedisBackend, redis_connection
+from stores import BACKENDS, MemoryBackend, RedisBackend, redis_connection
 from stores.redis_connection import cluster_auth, cluster_nodes
 
 
 def test_both_cluster_schemes_pick_the_redis_backend() -> None:
-    assert BACKENDS["redis+cluster"] is RedisBackend and BACKENDS["rediss+cluster"] is RedisBackend
+    assert BACKENDS["redis+cluster"]() is RedisBackend and BACKENDS["rediss+cluster"]() is RedisBackend
+    # The lazy table names every scheme the backend serves, and no other.
+    assert {s for s, load in BACKENDS.items() if s not in MemoryBackend.scheme} == set(RedisBackend.scheme)
 
 
 def test_a_cluster_url_lists_its_startup_nodes() -> None:
