@@ -33,7 +33,7 @@ def make_service(backend: Backend, clock: FakeClock | None = None, **options: An
         TaskLimits(max_claims=options.pop("max_claims", 1024)), describe=describe_task, clock=clock
     )
     runtime = FakeRuntime(backend.state_store())
-    return A2AService(runtime, store, lambda _v: {}, stream=SETTINGS, **options)
+    return A2AService(runtime, store, lambda _v: {}, stream=options.pop("stream", SETTINGS), **options)
 
 
 @pytest.fixture
@@ -100,7 +100,10 @@ def test_resume_after_the_task_ended_sends_the_rest_and_ends(service: A2AService
         service.subscribe_to_task({"id": task_id}, CTX)
 
 
-def test_resume_of_a_live_task_then_follows_it(service: A2AService) -> None:
+def test_resume_of_a_live_task_then_follows_it(backend: Backend) -> None:
+    # A longer bound than the module's 0.5 s: the stream ends at the follow-up's terminal status anyway, and a
+    # busy machine may take longer than that to commit a follow-up sent 0.1 s in.
+    service = make_service(backend, stream=replace(SETTINGS, subscribe_max_seconds=10))
     task = paused_task(service)
     opening = next(iter(service.subscribe_to_task({"id": task["id"]}, CTX)))
     assert body(opening)["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
