@@ -7,7 +7,7 @@ lives in ``app.extensions["quineling"]``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
@@ -105,7 +105,7 @@ def create_app(
         on_states=metrics.record_transitions,
     )
 
-    app = Flask("quineling", static_folder=None)
+    app = _App("quineling", static_folder=None)
     # werkzeug would answer a path with doubled slashes with an HTML 308 redirect; here it is simply not a
     # route, answered in the binding's error shape like any other.
     app.url_map.merge_slashes = False
@@ -161,6 +161,27 @@ def create_app(
     # The guard's media-type rule after authentication, as every other check of a request's content.
     app.before_request(guard.refuse_simple_request)
     return app
+
+
+class _App(Flask):
+    """Flask, minus a per-call cost: Flask asks ``inspect.iscoroutinefunction`` of every hook and view on every
+    request (``ensure_sync``); the answer for a given function never changes, so it is remembered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sync: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        try:
+            return self._sync[func]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable callable: asked afresh, as Flask does
+            return super().ensure_sync(func)
+        sync = super().ensure_sync(func)
+        if len(self._sync) < 1024:  # hooks and views are registered once; anything else is asked afresh
+            self._sync[func] = sync
+        return sync
 
 
 def _install_rate_limit(app: Flask, settings: Settings, backend: Backend | None) -> None:

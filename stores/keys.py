@@ -11,6 +11,7 @@ principal's tenants all live in one slot too.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import quote
 
 from stores.base import GROUP_SEPARATOR, task_partition
@@ -23,7 +24,14 @@ _PLAIN = re.compile(r"[A-Za-z0-9\-_.~@+=,;!$*'()]*")  # exactly what quote() bel
 def _escape(part: str) -> str:
     # Braces would break the hash tag and '/' separates field parts: percent-encode anything unusual. Most
     # parts (uuids, kinds, tenants) are plain, and checking that is several times cheaper than quote().
-    return part if _PLAIN.fullmatch(part) else quote(part, safe=_SAFE)
+    return part if _PLAIN.fullmatch(part) else _quoted(part)
+
+
+@lru_cache(maxsize=4096)
+def _quoted(part: str) -> str:
+    # The unusual parts are mostly a few scopes (a principal's id holds ':'), asked for on every key of every
+    # request: quote() walks the text each time, a cache hit does not.
+    return quote(part, safe=_SAFE)
 
 
 def scope_tag(prefix: str, scope: str) -> str:

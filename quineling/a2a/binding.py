@@ -35,10 +35,19 @@ class A2AState:
     # This worker's open subscriptions (create_app sizes it from the settings).
     streams: StreamSlots = field(default_factory=lambda: StreamSlots(Settings().stream_limit))
     extras: dict[str, Any] = field(default_factory=dict)
+    # The versions each binding serves, by binding name: the card is built once per app, so they are read from
+    # it once (on every request they were a walk over its interfaces).
+    _versions: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
 
     def compat(self) -> V03Compat | None:
         """The v0.3 compat layer when compat is on."""
         return _V03 if self.legacy_compat else None
+
+    def supported_versions(self, binding: str) -> frozenset[str]:
+        supported = self._versions.get(binding)
+        if supported is None:
+            supported = self._versions[binding] = supported_versions(self.service.card("1.0"), binding)
+        return supported
 
 
 _V03 = V03Compat()
@@ -62,7 +71,7 @@ def requested_version() -> str:
 
 
 def check_version(binding: str, version: str) -> None:
-    supported = supported_versions(state().service.card("1.0"), binding)
+    supported = state().supported_versions(binding)
     if version not in supported:
         newest = max(supported, key=lambda v: [int(n) for n in v.split(".")], default="1.0")
         raise VersionNotSupportedError(

@@ -149,7 +149,8 @@ class StateView:
 
     def seed(self, reads: dict[Key, tuple[JSON | None, int]]) -> None:
         """Take ``reads`` as read but unconfirmed, as from a cache: a remembered answer's (runtime/memo.py),
-        whose versions the commit must then expect."""
+        whose versions the commit must then expect. Nothing runs a handler on a seeded view: its values need
+        only be what retention and the commit look at (``retention.replay_reads``)."""
         for key, (value, version) in reads.items():
             self._values[key] = value
             self._expect[key] = version

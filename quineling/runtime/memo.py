@@ -4,7 +4,8 @@ Re-creating a retained source is the commonest SendMessage, and most of its cost
 process has already given: parse the thought, check the intent, render and hash the source, only to find the
 retained artifact. An operation whose answer is a pure function of its validated arguments and of the
 documents it read (``Operation.memo``) and that wrote nothing can be answered again from here: the memo keeps,
-per scope and canonical arguments, the outcome and the documents it rested on with their versions. A replay
+per scope and canonical arguments, the outcome and the documents it rested on with their versions (as much
+of them as the replay's commit needs: ``retention.replay_reads``). A replay
 hands those reads to a fresh :class:`StateView` as *unconfirmed* (exactly as a read-cache hit), so the commit
 the request makes anyway expects their versions; if any changed, the commit conflicts, the entry is dropped
 and the request is computed afresh. Correctness never depends on the memo.

@@ -32,6 +32,17 @@ OWNERS = {RECEIPT: LINEAGE, DERIVATION: LINEAGE, WORLD_RECEIPTS: WORLD}  # lapse
 FIXED_QUOTAS = frozenset({"records"})  # held only by documents whose expiry no use extends
 
 
+def replay_reads(reads: dict[Key, tuple[JSON | None, int]]) -> dict[Key, tuple[JSON | None, int]]:
+    """The part of a request's reads that :func:`stage` needs to stage the same leases and extensions again
+    for a remembered answer (``runtime/memo.py``): each read's version, whether it was found (``{}``
+    stands for a found document's value) and the value only where :func:`stage` looks inside it — the
+    world's, for its residents. A memo entry then holds no copy of the artifacts and sources it rests on."""
+    return {
+        key: (value if value is None or key == WORLD else {}, version)
+        for key, (value, version) in reads.items()
+    }
+
+
 def holds(kind: str, value: JSON) -> dict[str, int]:
     """The quota amounts a document accounts for: what its lapse gives back (the quotas its put charged)."""
     if kind == ARTIFACT:

@@ -155,7 +155,7 @@ class Runtime:
         if key is None or self.memo is None or not view.is_read_only:
             return
         if view.is_snapshot or not view.is_confirmed:
-            self.memo.remember(key, outcome, view.reads())
+            self.memo.remember(key, outcome, retention.replay_reads(view.reads()))
 
     def _observe(self, scope: str, view: StateView, attach: Attach | None, outcome: Outcome) -> None:
         """Commit what a read-only outcome needs; raises :class:`ConflictError` when it must be recomputed.

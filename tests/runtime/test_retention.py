@@ -303,3 +303,38 @@ def test_retention_adds_no_round_trip(make_backend: BackendMaker, clock: FakeClo
     assert [trips(operation="run", artifactId=artifact_id) for _ in range(3)] == [1, 1, 1]
     clock.advance(IDLE_TTL - 1)  # the runs extended the artifact
     assert trips(operation="inspect", artifactId=artifact_id) == 1
+
+
+def test_a_replayed_answer_stages_the_same_leases_and_extensions_from_its_slim_reads() -> None:
+    """The answer memo keeps only ``retention.replay_reads`` of what an answer read: presence and versions,
+    and the world's value (whose residents stage() extends). Seeded with that, a replay must stage exactly
+    what the full reads stage."""
+    from quineling.runtime import retention
+    from quineling.runtime.context import StateView
+    from quineling.runtime.ranch.world_state import WORLD
+    from stores.memory import MemoryBackend
+
+    reads: dict[Any, tuple[Any, int]] = {
+        ("artifact", "sha256:a"): ({"id": "sha256:a", "sizeBytes": 3, "source": "x" * 500}, 4),
+        WORLD: ({"residents": [{"artifactId": "sha256:b"}]}, 2),
+        ("artifact", "sha256:gone"): (None, 0),
+    }
+    env = Env(retention=Retention(RECORD_TTL, IDLE_TTL), now=lambda: 1000.0)
+    store = MemoryBackend().state_store()
+
+    def staged(seeded: dict[Any, tuple[Any, int]]) -> Any:
+        view = StateView(store, "s")
+        view.seed(seeded)
+        retention.stage(view, env)
+        return view.change_set()
+
+    slim = retention.replay_reads(reads)
+    assert slim[("artifact", "sha256:a")] == ({}, 4)  # no copy of the artifact itself
+    assert slim[WORLD] == reads[WORLD] and slim[("artifact", "sha256:gone")] == (None, 0)
+    full, replayed = staged(reads), staged(slim)
+    assert full.extend == {
+        ("artifact", "sha256:a"): 1000.0 + IDLE_TTL,
+        WORLD: 1000.0 + IDLE_TTL,
+        ("artifact", "sha256:b"): 1000.0 + IDLE_TTL,
+    }
+    assert (replayed.extend, replayed.expect, replayed.leases) == (full.extend, full.expect, full.leases)
