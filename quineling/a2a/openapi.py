@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
@@ -48,6 +48,7 @@ from quineling.a2a.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from quineling.a2a.rate_limit import RATE_LIMIT_DOMAIN, RateLimitedError, parse_limits
 from quineling.a2a.wire import ROLES, TASK_STATES
 
 JSON = dict[str, Any]
@@ -74,8 +75,12 @@ class Failure:
     when: str
     message: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
+    # For an error whose constructor is not A2AError's: makes the example instance.
+    build: Callable[[], A2AError] | None = None
 
     def example(self) -> JSON:
+        if self.build is not None:
+            return self.build().to_rest()
         return self.error(self.message, metadata=dict(self.metadata), http_status=self.status).to_rest()
 
 
@@ -332,6 +337,7 @@ class Facts:
     request_limit_bytes: int
     capabilities: Mapping[str, Any]
     bearer: Mapping[str, Any] | None  # the card's HTTP bearer scheme, when credentials are required
+    rate_limit: str = ""  # QUINELING_RATE_LIMIT as configured; empty: no limit, so never a 429
 
     @classmethod
     def of(cls, prefix: str, state: A2AState) -> Facts:
@@ -345,6 +351,7 @@ class Facts:
             request_limit_bytes=state.request_limit_bytes,
             capabilities=card.get("capabilities", {}),
             bearer=card.get("securitySchemes", {}).get(BEARER_SCHEME, {}).get("httpAuthSecurityScheme"),
+            rate_limit=getattr(state.extras.get("settings"), "rate_limit", ""),
         )
 
     @property
@@ -445,6 +452,17 @@ def failures_of(op: Operation, facts: Facts, path: str = "") -> list[Failure]:
                 "always `metadata.retryable`; send the request again after `Retry-After` seconds",
             ),
         ]
+    limits = parse_limits(facts.rate_limit)
+    if limits:  # every A2A operation is counted (quineling/a2a/rate_limit.py)
+        found.append(
+            Failure(
+                429,
+                RateLimitedError,
+                f"the caller (its principal, or its address when anonymous) sent more requests than the rate "
+                f"limit allows ({facts.rate_limit}); send the request again after `Retry-After` seconds",
+                build=lambda: RateLimitedError(limits[0].text, 1),
+            )
+        )
     for own in op.failures:
         # An operation's own case of a common failure extends it (and gives the better example message).
         same = next((f for f in found if (f.status, f.error) == (own.status, own.error)), None)
@@ -458,8 +476,9 @@ def failures_of(op: Operation, facts: Facts, path: str = "") -> list[Failure]:
 
 def error_components() -> dict[str, JSON]:
     """The REST error body as OpenAPI schemas: ``ErrorResponse`` holds a ``Status`` with ``ErrorInfo``."""
-    reasons = sorted({cls.reason for cls in ALL_ERRORS})
-    statuses = sorted({cls.status for cls in ALL_ERRORS})
+    documented: tuple[type[A2AError], ...] = (*ALL_ERRORS, RateLimitedError)
+    reasons = sorted({cls.reason for cls in documented})
+    statuses = sorted({cls.status for cls in documented})
     return {
         "ErrorInfo": {
             "type": "object",
@@ -469,7 +488,7 @@ def error_components() -> dict[str, JSON]:
             "properties": {
                 "@type": {"type": "string", "enum": [ERROR_INFO_TYPE]},
                 "reason": {"type": "string", "enum": reasons},
-                "domain": {"type": "string", "enum": [ERROR_DOMAIN]},
+                "domain": {"type": "string", "enum": [ERROR_DOMAIN, RATE_LIMIT_DOMAIN]},
                 "metadata": {
                     "type": "object",
                     "description": "Details such as taskId or requestedVersion; every value is a string.",
@@ -701,6 +720,8 @@ def error_response(status: int, failures: list[Failure]) -> JSON:
         },
     }
     retry_after = {f.error.retry_after for f in failures if f.error.retry_after is not None}
+    if status == 429:
+        retry_after.add(1)
     if retry_after:
         response["headers"] = {
             "Retry-After": {
@@ -709,7 +730,34 @@ def error_response(status: int, failures: list[Failure]) -> JSON:
                 "schema": {"type": "integer", "minimum": 0, "example": min(retry_after)},
             }
         }
+    if status == 429:
+        response["headers"].update(_RATE_LIMIT_HEADERS)
     return response
+
+
+# The draft IETF RateLimit fields, sent with every counted answer and so with the refusal too.
+_RATE_LIMIT_HEADERS: JSON = {
+    "RateLimit-Limit": {
+        "description": "The request quota of the limit closest to exhaustion (the exceeded one, here).",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "RateLimit-Remaining": {
+        "description": "Requests left in its window: 0 on a refusal.",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "RateLimit-Reset": {
+        "description": "Seconds until its window resets.",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 0},
+    },
+    "RateLimit-Policy": {
+        "description": "Every configured limit, as `amount;w=seconds`, comma-separated.",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+}
 
 
 # --- the apispec plugin --------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ VERDICT_KEY = "quineling.rate_limit"  # the request's verdict, in its WSGI envir
 # The one code of JSON-RPC's implementation-defined server-error range (-32000..-32099) that A2A does not
 # reserve (it takes -32001..-32099); shared with the 401, told apart by the HTTP status and ErrorInfo reason.
 JSONRPC_RATE_LIMITED = -32000
+RATE_LIMIT_DOMAIN = "quineling"  # the ErrorInfo domain of a refusal: the protocol defines no such reason
 
 
 class RateLimitedError(A2AError):
@@ -54,7 +55,7 @@ class RateLimitedError(A2AError):
         )
 
     def error_info(self) -> dict[str, Any]:
-        return {**super().error_info(), "domain": "quineling"}
+        return {**super().error_info(), "domain": RATE_LIMIT_DOMAIN}
 
     def to_jsonrpc(self) -> dict[str, Any]:
         return {**super().to_jsonrpc(), "data": [self.error_info()]}

@@ -158,14 +158,16 @@ def normalize_number(value: int | float) -> int | float:
 
 def string(min_len: int = 0, max_len: int = 1 << 20, pattern: str | None = None) -> Spec[str]:
     rx = re.compile(pattern) if pattern else None
+    length = f"{min_len} characters" if min_len == max_len else f"{min_len}..{max_len} characters"
+    # A patterned string says its pattern whichever rule it breaks: "must be 71..71 characters" would tell
+    # the caller of a truncated hash less than the form it must have.
+    expected = f"must be {length}" if pattern is None else f"must match {pattern} ({length})"
 
     def check(value: object, path: str) -> str:
         if not isinstance(value, str):
             raise fail("must be a string", path)
-        if not min_len <= len(value) <= max_len:
-            raise fail(f"must be {min_len}..{max_len} characters", path)
-        if rx is not None and not rx.fullmatch(value):
-            raise fail(f"must match {pattern}", path)
+        if not min_len <= len(value) <= max_len or (rx is not None and not rx.fullmatch(value)):
+            raise fail(expected, path)
         return value
 
     return check

@@ -19,6 +19,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 from quineling.a2a.card import BEARER_SCHEME
 from quineling.a2a.errors import ERROR_DOMAIN, ERROR_INFO_TYPE
+from quineling.a2a.rate_limit import RATE_LIMIT_DOMAIN
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
@@ -140,7 +141,9 @@ def test_error_schema_is_the_google_rpc_status_body(doc: dict[str, Any]) -> None
     assert schemas["ErrorResponse"]["properties"]["error"] == {"$ref": "#/components/schemas/Status"}
     assert set(schemas["Status"]["required"]) == {"code", "status", "message", "details"}
     info = schemas["ErrorInfo"]["properties"]
-    assert info["@type"]["enum"] == [ERROR_INFO_TYPE] and info["domain"]["enum"] == [ERROR_DOMAIN]
+    # A2A's domain, and this server's own for the one reason the protocol lacks (a rate-limit refusal).
+    assert info["@type"]["enum"] == [ERROR_INFO_TYPE]
+    assert info["domain"]["enum"] == [ERROR_DOMAIN, RATE_LIMIT_DOMAIN]
     for method, path, operation in operations(doc):
         for status, response in operation["responses"].items():
             if status.startswith("2"):
@@ -423,3 +426,27 @@ def test_authenticated_server_documents_its_bearer_scheme(tmp_path: Path) -> Non
     assert secured["security"] == [{BEARER_SCHEME: []}]
     anonymous = document(create_app().test_client())
     assert "security" not in anonymous and "securitySchemes" not in anonymous.get("components", {})
+
+
+def test_a_rate_limited_server_documents_the_429_it_sends() -> None:
+    """With ``QUINELING_RATE_LIMIT`` set every A2A operation declares the 429, its ``Retry-After`` and
+    ``RateLimit-*`` headers, and the refusal really sent validates against it; without it none does."""
+    unlimited = document(create_app(config={"tenants": "*"}).test_client())
+    assert not any("429" in op["responses"] for _, _, op in operations(unlimited))
+
+    client = create_app(config={"tenants": "*", "rate_limit": "2/minute"}).test_client()
+    doc = document(client)
+    validate_openapi(doc)
+    for method, path, operation in operations(doc):
+        refusal = operation["responses"].get("429")
+        assert refusal is not None, (method, path)
+        assert {"Retry-After", "RateLimit-Limit", "RateLimit-Remaining"} <= set(refusal["headers"])
+        assert "(2/minute)" in refusal["description"]
+        example = refusal["content"]["application/json"]
+        schema_validator(doc, example["schema"]).validate(example["example"])
+    answers = [client.get(BASE + "/tasks", headers=V1) for _ in range(2)]  # the document took one
+    assert [a.status_code for a in answers] == [200, 429]
+    check_documented(doc, "get", BASE + "/tasks", answers[1])
+    _, operation = operation_for(doc, "get", BASE + "/tasks")
+    for name, header in operation["responses"]["429"]["headers"].items():
+        assert header["required"] is True and name in answers[1].headers, name
