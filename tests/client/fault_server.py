@@ -17,6 +17,8 @@ from typing import Any
 
 from tests.support.http_fixture import Exchange, HttpFixture, Seen
 
+WELL_KNOWN = "/.well-known/agent-card.json"
+
 
 @dataclass
 class Request(Seen):
@@ -100,6 +102,22 @@ class FaultServer(HttpFixture):
 @contextmanager
 def fault_server(handler: Callable[[Request], Reply]) -> Iterator[FaultServer]:
     with FaultServer(handler) as server:
+        yield server
+
+
+@contextmanager
+def agent_server(rpc: Callable[[Request], Reply], **card: Any) -> Iterator[FaultServer]:
+    """A fault server playing an agent: at the well-known path its card (:func:`card_for` its own URL, ``card``
+    overriding fields; a field given as a function gets the URL, for interfaces that point back at the server),
+    every other request to ``rpc``."""
+
+    def handle(request: Request) -> Reply:
+        if request.path != WELL_KNOWN:
+            return rpc(request)
+        fields = {name: value(server.base) if callable(value) else value for name, value in card.items()}
+        return Reply(body=card_for(server.base, **fields))
+
+    with fault_server(handle) as server:
         yield server
 
 
