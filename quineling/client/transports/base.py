@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 import httpx
 
@@ -35,6 +35,12 @@ class CallOptions(TypedDict, total=False):
     read_timeout: float | None  # overrides the channel's (a long-poll GetTask waits up to the server's bound)
 
 
+class StreamOptions(CallOptions, total=False):
+    """The options of :meth:`Transport.stream`: a resumed stream names the last event it saw."""
+
+    last_event_id: str | None
+
+
 class InterfaceMismatch(ProtocolError):
     """The URL the card gave for this binding does not speak it (404, 405, 415, 501, HTML, a foreign
     envelope). Nothing was processed, so the client may try the card's next interface."""
@@ -49,26 +55,18 @@ class Transport(ABC):
         self.channel = channel
         self.interface = interface
 
-    def request(
-        self,
-        op: str,
-        params: JSONDict,
-        *,
-        idempotency_key: str | None = None,
-        last_event_id: str | None = None,
-        read_timeout: float | None = None,
-    ) -> HttpCall:
+    def request(self, op: str, params: JSONDict, **options: Unpack[StreamOptions]) -> HttpCall:
         """The HTTP request that runs ``op``: the binding's route, the headers every binding sends."""
         verb, url, body, query = self.route(op, params)
-        stream = op in STREAMING
+        stream, key, last_id = op in STREAMING, options.get("idempotency_key"), options.get("last_event_id")
         headers = {"A2A-Version": self.interface.protocol_version if self.interface.legacy else self.version}
-        if idempotency_key:
-            headers["Idempotency-Key"] = idempotency_key
+        if key:
+            headers["Idempotency-Key"] = key
         headers["Accept"] = "text/event-stream" if stream else self.accept
-        if last_event_id:
-            headers["Last-Event-ID"] = last_event_id
+        if last_id:
+            headers["Last-Event-ID"] = last_id
         return HttpCall(verb, url, body=body, params=query, headers=headers, stream=stream, operation=op,
-                        repeatable=self.repeatable(op, idempotency_key), read_timeout=read_timeout)  # fmt: skip
+                        repeatable=self.repeatable(op, key), read_timeout=options.get("read_timeout"))  # fmt: skip
 
     def with_tenant(self, params: JSONDict) -> JSONDict:
         tenant = self.interface.tenant
