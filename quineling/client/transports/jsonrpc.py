@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from quineling.client.errors import A2A_REASONS, AgentError
+from quineling.client.errors import A2A_REASONS, AgentError, error_info_reasons
 from quineling.client.http import HttpCall, SSEItem
 from quineling.client.transports.base import JSONDict, Route, Transport
 
@@ -74,16 +74,12 @@ def rpc_error(error: Any, op: str, redact: Any) -> AgentError:
         )
     code = error.get("code")
     code = code if isinstance(code, int) else None
-    reason = None
-    data = error.get("data")
-    for detail in data if isinstance(data, list) else []:
-        if (
-            isinstance(detail, dict)
-            and str(detail.get("@type", "")).endswith("ErrorInfo")
-            and detail.get("reason")
-        ):
-            reason = str(detail["reason"])
-    reason = reason or (A2A_REASONS.get(code) if code is not None else None) or f"JSON-RPC {code}"
+    reasons = error_info_reasons(error.get("data"))  # of several, the last (a REST status: the first)
+    reason = (
+        reasons[-1]
+        if reasons
+        else (A2A_REASONS.get(code) if code is not None else None) or f"JSON-RPC {code}"
+    )
     message = redact(str(error.get("message", "")))
     return AgentError(
         f"{op}: {reason}: {message}" if message else f"{op}: {reason}", reason=reason, a2a_code=code
