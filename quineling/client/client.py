@@ -14,7 +14,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from quineling.client.breaker import BreakerSettings, CircuitBreaker
 from quineling.client.card import IDEMPOTENCY, LONG_POLL, RESUMABLE_STREAMS, AgentCard, Interface, parse_card
@@ -39,6 +39,7 @@ from quineling.client.retry import RetryPolicy
 from quineling.client.shared import SharedState
 from quineling.client.states import TaskStateMachine
 from quineling.client.transports import (
+    CallOptions,
     InterfaceMismatch,
     JsonRpcTransport,
     RestTransport,
@@ -176,19 +177,10 @@ class A2AClient:
         self._index += 1
         self.transport = _transport(self.channel, self._candidates[self._index])
 
-    def _call(
-        self,
-        op: str,
-        params: JSONDict,
-        *,
-        idempotency_key: str | None = None,
-        read_timeout: float | None = None,
-    ) -> Any:
+    def _call(self, op: str, params: JSONDict, **options: Unpack[CallOptions]) -> Any:
         while True:
             try:
-                result = self.transport.call(
-                    op, params, idempotency_key=idempotency_key, read_timeout=read_timeout
-                )
+                result = self.transport.call(op, params, **options)
             except InterfaceMismatch as error:
                 self._next_interface(error)
                 continue

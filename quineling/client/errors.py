@@ -7,6 +7,8 @@ without its query string, and :mod:`quineling.client.credentials` redacts any se
 
 from __future__ import annotations
 
+from typing import Any
+
 # The A2A error of each JSON-RPC code and its ErrorInfo reason (the same table on both bindings).
 A2A_REASONS: dict[int, str] = {
     -32001: "TASK_NOT_FOUND",
@@ -26,6 +28,14 @@ A2A_REASONS: dict[int, str] = {
 }
 A2A_CODES: dict[str, int] = {reason: code for code, reason in A2A_REASONS.items()}
 A2A_CODES["INVALID_ARGUMENT"] = -32602  # a REST status name some servers put where the reason goes
+
+
+def error_info_reasons(details: Any) -> list[str]:
+    """The reasons of the google.rpc.ErrorInfo entries among an error's details (JSON-RPC ``data``, an HTTP+JSON
+    status's ``details``), in order."""
+    entries = details if isinstance(details, list) else []
+    return [str(d["reason"]) for d in entries
+            if isinstance(d, dict) and str(d.get("@type", "")).endswith("ErrorInfo") and d.get("reason")]  # fmt: skip
 
 
 class A2AClientError(Exception):

@@ -33,6 +33,7 @@ from quineling.client.errors import (
     AuthenticationFailed,
     ClientTimeout,
     ProtocolError,
+    error_info_reasons,
 )
 from quineling.client.latency import TRACKER, LatencyTracker
 from quineling.client.retry import RetryPolicy, parse_retry_after
@@ -288,14 +289,9 @@ class Channel:
 
 def _error_reason(error: dict[str, Any]) -> str | None:
     """The ErrorInfo reason of a google.rpc.Status body (domain a2a-protocol.org when given)."""
-    details = error.get("details")
-    for detail in details if isinstance(details, list) else []:
-        if (
-            isinstance(detail, dict)
-            and str(detail.get("@type", "")).endswith("ErrorInfo")
-            and detail.get("reason")
-        ):
-            return str(detail["reason"])
+    reasons = error_info_reasons(error.get("details"))
+    if reasons:
+        return reasons[0]
     status = error.get("status")
     return str(status) if isinstance(status, str) and status else None
 

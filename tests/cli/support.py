@@ -45,10 +45,21 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def _argv(args: tuple[str, ...]) -> list[str]:
+    return [sys.executable, "-m", "quineling", *args]
+
+
 def cli(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None, timeout: float = 60) -> Run:
-    proc = subprocess.run([sys.executable, "-m", "quineling", *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    proc = subprocess.run(_argv(args), cwd=cwd, env=env, input=stdin, capture_output=True, text=True,
+                          timeout=timeout)  # fmt: skip
     return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def spawn(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``quineling ARGS`` started as a real process, stdout and stderr piped as text: for what only a running
+    process shows (output flushed line by line, Ctrl-C). Use it as a context manager, as ``Popen``."""
+    return subprocess.Popen(_argv(args), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
 
 
 _LOGGERS = ("quineling.client", "quineling.cli")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.cli.support import Run, clean_env, cli_in_process
+from tests.cli.support import Run, clean_env, cli_in_process, spawn
 from tests.client.proxy import Seen, proxy
 from tests.support.live import LiveServer, live_server
 
@@ -264,27 +262,8 @@ def test_task_list_pages_and_filters(q: Q) -> None:
 def test_subscribe_follows_a_task_to_its_end(q: Q, server: LiveServer, tmp_path: Path) -> None:
     """TASK_SUBSCRIBE_001, VER_003 (capability read first), OUT_003 (flushed line by line)."""
     task = q("send", INCOMPLETE, "-o", "json").json()["task"]
-    command = [
-        sys.executable,
-        "-m",
-        "quineling",
-        "task",
-        "subscribe",
-        task["id"],
-        "--stream",
-        "-o",
-        "json",
-        "-a",
-        server.base_url,
-    ]
-    with subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=clean_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as follower:
+    command = ["task", "subscribe", task["id"], "--stream", "-o", "json", "-a", server.base_url]
+    with spawn(*command, cwd=tmp_path, env=clean_env(tmp_path)) as follower:
         assert follower.stdout is not None
         first = json.loads(follower.stdout.readline())  # arrives before the task changes: flushed at once
         assert first["task"]["id"] == task["id"]
@@ -439,10 +418,9 @@ def test_subscribe_resumes_a_cut_stream_with_last_event_id(q: Q, server: LiveSer
                                       for i in raw["supportedInterfaces"]]  # fmt: skip
         path = tmp_path / "proxied-card.json"
         path.write_text(json.dumps(raw))
-        command = [sys.executable, "-m", "quineling", "task", "subscribe", task["id"], "--stream", "-o", "json",
-                   "--transport", "HTTP+JSON", "-a", str(path)]  # fmt: skip
-        with subprocess.Popen(command, cwd=tmp_path, env=clean_env(tmp_path), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) as follower:  # fmt: skip
+        command = ["task", "subscribe", task["id"], "--stream", "-o", "json", "--transport", "HTTP+JSON", "-a",
+                   str(path)]  # fmt: skip
+        with spawn(*command, cwd=tmp_path, env=clean_env(tmp_path)) as follower:
             assert follower.stdout is not None
             first = json.loads(follower.stdout.readline())
             deadline = time.monotonic() + 15

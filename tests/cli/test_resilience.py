@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.support import clean_env, cli_in_process
-from tests.client.fault_server import Reply, Request, card_for, fault_server, rpc_result, sse, task
+from tests.client.fault_server import Reply, Request, agent_server, rpc_result, sse, task
 
 pytestmark = pytest.mark.slow
-WELL_KNOWN = "/.well-known/agent-card.json"
 
 
 def _event(result: dict[str, object]) -> dict[str, object]:
@@ -25,12 +24,9 @@ def _status(state: str) -> dict[str, object]:
 
 def test_subscribe_resumes_a_cut_stream_from_the_last_event(tmp_path: Path) -> None:
     """TASK_SUBSCRIBE_002."""
-    base: list[str] = [""]
     subscriptions: list[Request] = []
 
     def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            return Reply(body=card_for(base[0]))
         if request.body["method"] == "GetTask":
             return rpc_result(request, task("t1", "TASK_STATE_WORKING"))
         subscriptions.append(request)
@@ -39,8 +35,7 @@ def test_subscribe_resumes_a_cut_stream_from_the_last_event(tmp_path: Path) -> N
                                  sse(_status("TASK_STATE_WORKING"), "2")], cut=True)  # fmt: skip
         return Reply(events=[sse(_status("TASK_STATE_COMPLETED"), "3")])
 
-    with fault_server(handle) as live:
-        base[0] = live.base
+    with agent_server(handle) as live:
         followed = cli_in_process("task", "subscribe", "t1", "--stream", "-o", "json", "-a", live.base, cwd=tmp_path,
                        env=clean_env(tmp_path))  # fmt: skip
     lines = [json.loads(line) for line in followed.out.splitlines()]
@@ -57,19 +52,15 @@ def test_get_task_is_retried_on_503_as_configured(
     tmp_path: Path, flags: list[str], attempts: int, code: int
 ) -> None:
     """Safe retries: GetTask (repeatable) after 503s, with Retry-After honoured; --no-retry / --retries N."""
-    base: list[str] = [""]
     calls: list[Request] = []
 
     def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            return Reply(body=card_for(base[0]))
         calls.append(request)
         if len(calls) < 3:
             return Reply(status=503, headers={"Retry-After": "0"}, body={"error": "busy"})
         return rpc_result(request, task("t1", "TASK_STATE_COMPLETED"))
 
-    with fault_server(handle) as live:
-        base[0] = live.base
+    with agent_server(handle) as live:
         got = cli_in_process(
             "task", "get", "t1", "-o", "json", "-a", live.base, *flags, cwd=tmp_path, env=clean_env(tmp_path)
         )
@@ -82,13 +73,10 @@ def test_get_task_is_retried_on_503_as_configured(
 
 def test_push_config_create_get_list_delete(tmp_path: Path) -> None:
     """PUSH_001 on an agent whose card declares push notifications (the fault server answers each call)."""
-    base: list[str] = [""]
     seen: list[tuple[str, object]] = []
     config = {"taskId": "t1", "id": "cfg-1", "url": "https://example.com/hook", "token": "tok"}
 
     def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            return Reply(body=card_for(base[0], push=True))
         method = request.body["method"]
         seen.append((method, request.body["params"]))
         if method == "ListTaskPushNotificationConfigs":
@@ -97,8 +85,7 @@ def test_push_config_create_get_list_delete(tmp_path: Path) -> None:
             return rpc_result(request, {})
         return rpc_result(request, config)
 
-    with fault_server(handle) as live:
-        base[0] = live.base
+    with agent_server(handle, push=True) as live:
         env, a = clean_env(tmp_path), ["-a", live.base]
         created = cli_in_process("task", "push-config", "create", "t1", "--url", config["url"], "--token", "tok",
                       "--config-id", "cfg-1", *a, cwd=tmp_path, env=env)  # fmt: skip

@@ -5,15 +5,13 @@ the A2A-Version header on every request."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli.scripted_agent import scripted_agent
-from tests.cli.support import clean_env, cli_in_process
+from tests.cli.support import clean_env, cli_in_process, spawn
 
 pytestmark = pytest.mark.slow
 WORKING = "TASK_STATE_WORKING"
@@ -90,15 +88,8 @@ def test_async_returns_a_working_task_at_once(tmp_path: Path) -> None:
 def test_interrupt_keeps_the_task_id(tmp_path: Path) -> None:
     """TASK_POLL_002 (interruptible without losing the id)."""
     with scripted_agent([WORKING]) as agent:
-        command = [sys.executable, "-m", "quineling", "send", "hi", "-a", agent.url, "--poll-interval", "0.2"]
-        with subprocess.Popen(
-            command,
-            cwd=tmp_path,
-            env=clean_env(tmp_path),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        ) as proc:
+        command = ["send", "hi", "-a", agent.url, "--poll-interval", "0.2"]
+        with spawn(*command, cwd=tmp_path, env=clean_env(tmp_path)) as proc:
             deadline = time.monotonic() + 30
             while not agent.methods("GetTask") and time.monotonic() < deadline:
                 time.sleep(0.05)

@@ -13,19 +13,16 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.support.http_fixture import Exchange, HttpFixture, Seen
+
+WELL_KNOWN = "/.well-known/agent-card.json"
 
 
 @dataclass
-class Request:
-    method: str
-    path: str
-    headers: dict[str, str]
+class Request(Seen):
     body: Any
-
-    def header(self, name: str) -> str | None:
-        return next((v for k, v in self.headers.items() if k.lower() == name.lower()), None)
 
 
 @dataclass
@@ -46,68 +43,57 @@ def sse(data: Any, event_id: str | None = None, event: str | None = None) -> str
     return "\n".join(lines)
 
 
-class FaultServer:
+class FaultServer(HttpFixture):
     def __init__(self, handler: Callable[[Request], Reply]) -> None:
+        super().__init__()
         self.handler = handler
         self.requests: list[Request] = []
         self.stopping = threading.Event()
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def respond(self, exchange: Exchange) -> None:
+        raw = exchange.read_body()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw
+        request = Request(exchange.command, exchange.path, dict(exchange.headers.items()), body)
+        self.requests.append(request)
+        reply = self.handler(request)
+        if reply.hang:
+            self.stopping.wait(30)
+            exchange.close_connection = True
+            return
+        if reply.events is not None:
+            exchange.send_response(reply.status)
+            exchange.send_header("Content-Type", "text/event-stream")
+            exchange.send_header("Transfer-Encoding", "chunked")
+            for k, v in reply.headers.items():
+                exchange.send_header(k, v)
+            exchange.end_headers()
+            for text in reply.events:
+                exchange.write_chunk((text + "\n\n").encode())
+            if not reply.cut:
+                exchange.end_chunks()
+            exchange.close_connection = True
+            return
+        if isinstance(reply.body, bytes | str):
+            payload = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            ctype = "text/html"
+        elif reply.body is None:
+            payload, ctype = b"", "application/json"
+        else:
+            payload, ctype = json.dumps(reply.body).encode(), "application/json"
+        exchange.send_response(reply.status)
+        headers = {"Content-Type": ctype, **reply.headers}
+        for k, v in headers.items():
+            exchange.send_header(k, v)
+        exchange.send_header("Content-Length", str(len(payload)))
+        exchange.end_headers()
+        exchange.wfile.write(payload)
 
-            def log_message(self, *_args: Any) -> None:
-                pass
-
-            def _any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = raw
-                request = Request(self.command, self.path, dict(self.headers.items()), body)
-                server.requests.append(request)
-                reply = server.handler(request)
-                if reply.hang:
-                    server.stopping.wait(30)
-                    self.close_connection = True
-                    return
-                if reply.events is not None:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Transfer-Encoding", "chunked")
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    for text in reply.events:
-                        chunk = (text + "\n\n").encode()
-                        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                        self.wfile.flush()
-                    if not reply.cut:
-                        self.wfile.write(b"0\r\n\r\n")
-                    self.close_connection = True
-                    return
-                if isinstance(reply.body, bytes | str):
-                    payload = reply.body.encode() if isinstance(reply.body, str) else reply.body
-                    ctype = "text/html"
-                elif reply.body is None:
-                    payload, ctype = b"", "application/json"
-                else:
-                    payload, ctype = json.dumps(reply.body).encode(), "application/json"
-                self.send_response(reply.status)
-                headers = {"Content-Type": ctype, **reply.headers}
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST = do_DELETE = _any  # noqa: N815
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+    def close(self) -> None:
+        self.stopping.set()  # a hanging answer lets go first, so shutdown does not wait for it
+        super().close()
 
     def count(self, predicate: Callable[[Request], bool] = lambda _r: True) -> int:
         return sum(1 for r in self.requests if predicate(r))
@@ -115,15 +101,24 @@ class FaultServer:
 
 @contextmanager
 def fault_server(handler: Callable[[Request], Reply]) -> Iterator[FaultServer]:
-    server = FaultServer(handler)
-    thread = threading.Thread(target=server.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with FaultServer(handler) as server:
         yield server
-    finally:
-        server.stopping.set()
-        server.httpd.shutdown()
-        server.httpd.server_close()
+
+
+@contextmanager
+def agent_server(rpc: Callable[[Request], Reply], **card: Any) -> Iterator[FaultServer]:
+    """A fault server playing an agent: at the well-known path its card (:func:`card_for` its own URL, ``card``
+    overriding fields; a field given as a function gets the URL, for interfaces that point back at the server),
+    every other request to ``rpc``."""
+
+    def handle(request: Request) -> Reply:
+        if request.path != WELL_KNOWN:
+            return rpc(request)
+        fields = {name: value(server.base) if callable(value) else value for name, value in card.items()}
+        return Reply(body=card_for(server.base, **fields))
+
+    with fault_server(handle) as server:
+        yield server
 
 
 def card_for(base: str, *, interfaces: list[dict[str, str]] | None = None, streaming: bool = True,

@@ -9,6 +9,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -30,41 +31,26 @@ from quineling.client import (
     Timeouts,
     load_card,
 )
-from tests.client.fault_server import Reply, Request, card_for, fault_server, rpc_result, sse, task
-
-WELL_KNOWN = "/.well-known/agent-card.json"
-
-
-def agent(rpc: Callable[[Request], Reply], **card: Any) -> Callable[[Request], Reply]:
-    """A handler serving a card for ``base``/rpc and routing JSON-RPC posts to ``rpc``."""
-
-    def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            return Reply(body=card_for(base[0], **card))
-        return rpc(request)
-
-    base: list[str] = [""]
-    handle.base = base  # type: ignore[attr-defined]
-    return handle
-
-
-def serve(rpc: Callable[[Request], Reply], **card: Any) -> Any:
-    handler = agent(rpc, **card)
-    server = fault_server(handler)
-    live = server.__enter__()
-    handler.base[0] = live.base  # type: ignore[attr-defined]
-    return server, live
+from tests.client.fault_server import (
+    Reply,
+    Request,
+    agent_server,
+    card_for,
+    fault_server,
+    rpc_result,
+    sse,
+    task,
+)
 
 
 @pytest.fixture
 def make(state: SharedState) -> Any:
-    opened: list[Any] = []
+    opened = ExitStack()
 
     def start(
         rpc: Callable[[Request], Reply], *, client: dict[str, Any] | None = None, **card: Any
     ) -> tuple[Any, A2AClient]:
-        server, live = serve(rpc, **card)
-        opened.append(server)
+        live = opened.enter_context(agent_server(rpc, **card))
         options = {"shared_state": state, "cache": CardCache(), **(client or {})}
         made = A2AClient.connect(live.base, **options)
         clients.append(made)
@@ -74,8 +60,7 @@ def make(state: SharedState) -> Any:
     yield start
     for made in clients:
         made.close()
-    for server in opened:
-        server.__exit__(None, None, None)
+    opened.close()
 
 
 def rpc_ops(request: Request) -> str:
@@ -379,21 +364,11 @@ def test_a_card_that_lies_about_an_interface_falls_back_to_the_next(make: Any) -
             return Reply(body=task("t1", "TASK_STATE_COMPLETED"))
         return Reply(404, "<html>not here</html>")
 
-    base: list[str] = []
+    def interfaces(base: str) -> list[dict[str, str]]:
+        return [{"url": f"{base}/nothing", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+                {"url": f"{base}/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]  # fmt: skip
 
-    def interfaces() -> list[dict[str, str]]:
-        return [{"url": f"{base[0]}/nothing", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-                {"url": f"{base[0]}/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]  # fmt: skip
-
-    def handle(request: Request) -> Reply:
-        return (
-            Reply(body=card_for(base[0], interfaces=interfaces()))
-            if request.path == WELL_KNOWN
-            else rpc(request)
-        )
-
-    with fault_server(handle) as live:
-        base.append(live.base)
+    with agent_server(rpc, interfaces=interfaces) as live:
         with A2AClient.connect(
             live.base, cache=CardCache(), shared_state=SharedState.from_url("memory://")
         ) as client:
@@ -518,16 +493,14 @@ def test_an_api_key_goes_where_the_card_declares(make: Any) -> None:
 
 
 def test_every_request_carries_the_version_and_the_tenant(make: Any) -> None:
-    interfaces = [{"url": "", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": "acme"}]
-    base: list[str] = []
+    def interfaces(base: str) -> list[dict[str, str]]:
+        return [
+            {"url": f"{base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0", "tenant": "acme"}
+        ]
 
-    def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            return Reply(body=card_for(base[0], interfaces=[{**interfaces[0], "url": f"{base[0]}/rpc"}]))
-        return rpc_result(request, task("t1", "TASK_STATE_COMPLETED"))
-
-    with fault_server(handle) as live:
-        base.append(live.base)
+    with agent_server(
+        lambda r: rpc_result(r, task("t1", "TASK_STATE_COMPLETED")), interfaces=interfaces
+    ) as live:
         with A2AClient.connect(
             live.base, cache=CardCache(), shared_state=SharedState.from_url("memory://")
         ) as client:
@@ -597,17 +570,15 @@ def test_an_error_event_mid_stream_is_the_agents_error(make: Any) -> None:
 def test_a_rest_error_event_mid_stream_is_the_agents_error() -> None:
     status = {"error": {"code": 400, "status": "FAILED_PRECONDITION", "message": "no", "details": [
         {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "UNSUPPORTED_OPERATION"}]}}  # fmt: skip
-    base: list[str] = []
+
+    def rest(base: str) -> list[dict[str, str]]:
+        return [{"url": f"{base}/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
 
     def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            rest = [{"url": f"{base[0]}/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]
-            return Reply(body=card_for(base[0], interfaces=rest))
         assert request.path == "/rest/message:stream" and request.header("Accept") == "text/event-stream"
         return Reply(events=[sse({"task": task("t1", "TASK_STATE_WORKING")}), sse(status, event="error")])
 
-    with fault_server(handle) as live:
-        base.append(live.base)
+    with agent_server(handle, interfaces=rest) as live:
         with A2AClient.connect(
             live.base, cache=CardCache(), shared_state=SharedState.from_url("memory://")
         ) as client:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +23,22 @@ from quineling.client import (
     Timeouts,
 )
 from quineling.client.retry import RetryPolicy
-from tests.client.fault_server import Reply, Request, card_for, fault_server
+from tests.client.fault_server import FaultServer, Reply, Request, agent_server, fault_server
 from tests.conftest import REDIS_URL, needs_redis
 from tests.support.redis_keys import delete_under
 
-WELL_KNOWN = "/.well-known/agent-card.json"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def agent_server(ready: dict[str, int], **card: Any) -> Any:
-    base: list[str] = []
+def ready_agent(ready: dict[str, int], **card: Any) -> AbstractContextManager[FaultServer]:
+    """An agent whose /readyz answers ``ready["status"]`` (a test may change it while the agent runs)."""
 
     def handle(request: Request) -> Reply:
-        if request.path == WELL_KNOWN:
-            return Reply(body=card_for(base[0], **card))
         if request.path == "/readyz":
             return Reply(ready["status"], {"status": "x"})
         return Reply(404, "<html></html>")
 
-    server = fault_server(handle)
-    return server, base
+    return agent_server(handle, **card)
 
 
 @pytest.fixture
@@ -51,10 +48,8 @@ def registry(state: SharedState) -> AgentRegistry:
 
 def test_register_list_find_remove(registry: AgentRegistry) -> None:
     ready = {"status": 200}
-    server, base = agent_server(ready, skills=[{"id": "translate", "name": "Translate", "description": "words",
-                                                "tags": ["language"]}])  # fmt: skip
-    with server as live:
-        base.append(live.base)
+    skill = {"id": "translate", "name": "Translate", "description": "words", "tags": ["language"]}
+    with ready_agent(ready, skills=[skill]) as live:
         entry = registry.register(live.base + "/")
         assert (entry.url, entry.name, entry.skills, entry.health) == (
             live.base,
@@ -73,9 +68,7 @@ def test_register_list_find_remove(registry: AgentRegistry) -> None:
 
 def test_an_agent_without_a_usable_card_is_not_registered(registry: AgentRegistry) -> None:
     grpc_only = [{"url": "http://x/grpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]
-    server, base = agent_server({"status": 200}, interfaces=grpc_only)
-    with server as live:
-        base.append(live.base)
+    with ready_agent({"status": 200}, interfaces=grpc_only) as live:
         with pytest.raises(CardError, match="offers no interface this client speaks"):
             registry.register(live.base)
     with fault_server(lambda _r: Reply(404, "<html>nothing</html>")) as nothing, pytest.raises(CardError):
@@ -85,9 +78,7 @@ def test_an_agent_without_a_usable_card_is_not_registered(registry: AgentRegistr
 
 def test_health_checks_read_the_card_and_the_readiness_endpoint(registry: AgentRegistry) -> None:
     ready = {"status": 200}
-    server, base = agent_server(ready)
-    with server as live:
-        base.append(live.base)
+    with ready_agent(ready) as live:
         registry.register(live.base)
         (checked,) = registry.check(live.base)
         assert (checked.health, checked.ready) == ("healthy", True)
@@ -125,9 +116,7 @@ def redis_state() -> Iterator[Any]:
 @pytest.mark.redis
 def test_the_registry_is_shared_through_redis(redis_state: Any) -> None:
     one, two = (AgentRegistry(redis_state(), retry=RetryPolicy.none()) for _ in range(2))
-    server, base = agent_server({"status": 200})
-    with server as live:
-        base.append(live.base)
+    with ready_agent({"status": 200}) as live:
         one.register(live.base)
         assert [a.name for a in two.list()] == ["fault agent"]
         (checked,) = two.check()

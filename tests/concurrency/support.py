@@ -252,6 +252,30 @@ def errors(outcomes: list[Outcome]) -> list[dict[str, Any]]:
     return [value for kind, value in outcomes if kind == "error"]
 
 
+def settled(batches: list[Batch], conflicts: int) -> list[Outcome]:
+    """Every outcome of a race, once it is checked that exactly ``conflicts`` commits lost it (``PROCESSES - 1``
+    where one commit wins: each loser lost once, recomputed, and did not commit)."""
+    assert conflicts_of(batches) == conflicts
+    return outcomes_of(batches)
+
+
+def one_acknowledgement(outcomes: list[Outcome], count: int) -> Any:
+    """The result every one of ``count`` racing requests got, byte-identical: none refused, none busy."""
+    assert errors(outcomes) == []
+    answers = [wire(value) for value in oks(outcomes)]
+    assert len(answers) == count and len(set(answers)) == 1
+    return oks(outcomes)[0]["result"]
+
+
+def one_winner(outcomes: list[Outcome], refusal: tuple[str, str]) -> Any:
+    """The one request that won a race; every other one was refused with ``refusal`` (code, path)."""
+    (winner,) = oks(outcomes)
+    refusals = errors(outcomes)
+    assert len(refusals) == len(outcomes) - 1
+    assert {(e["code"], e["path"]) for e in refusals} == {refusal}
+    return winner
+
+
 def fire_threads(count: int, call: Callable[[int], Any]) -> list[Any]:
     """Run ``call(n)`` for ``n < count`` on as many threads released by one barrier; returns in order."""
     barrier = threading.Barrier(count)

@@ -19,10 +19,12 @@ from tests.concurrency.support import (
     counters,
     errors,
     oks,
+    one_acknowledgement,
+    one_winner,
     outcomes_of,
     redis_runtime,
+    settled,
     stored,
-    wire,
 )
 from tests.conftest import needs_redis
 from tests.runtime.test_ranch_support import (
@@ -30,15 +32,14 @@ from tests.runtime.test_ranch_support import (
     SUM_CREDITS,
     admission,
     call,
-    command,
     command_request,
     courting_pair,
     create,
+    garden,
     inspect_world,
     offspring,
     pairing_input,
     ready,
-    world,
     world_target,
 )
 
@@ -51,22 +52,9 @@ def rt(prefix: str) -> Runtime:
     return redis_runtime(prefix)
 
 
-def garden(rt: Runtime) -> dict[str, Any]:
-    """A world with two imported, participating adults that will court on the next tick."""
-    artifacts = [create(rt, SUM_CREDITS, seed=1), create(rt, ALLOCATE, seed=2)]
-    snap = world(rt)
-    for artifact in artifacts:
-        command(rt, snap["id"], {"kind": "import", "artifactId": artifact["id"]})
-    for rid in ("r1", "r2"):
-        command(rt, snap["id"], {"kind": "participate", "residentId": rid, "enabled": True})
-    return inspect_world(rt, snap["id"])
-
-
 def race(crowd: Crowd, prefix: str, requests: list[list[dict[str, Any]]]) -> list[Any]:
     """All processes compute on the same state and commit together; exactly one commit wins the race."""
-    batches = crowd.race(prefix, requests)
-    assert conflicts_of(batches) == PROCESSES - 1  # each loser lost once, recomputed, and did not commit
-    return outcomes_of(batches)
+    return settled(crowd.race(prefix, requests), PROCESSES - 1)
 
 
 def world_receipts(prefix: str, world_id: str) -> dict[str, Any]:
@@ -75,13 +63,10 @@ def world_receipts(prefix: str, world_id: str) -> dict[str, Any]:
 
 def test_same_world_command_from_every_process_advances_once(crowd: Crowd, prefix: str, rt: Runtime) -> None:
     """8 processes send one advance-4 (same sequence, same payload): one advance, 8 byte-identical acks."""
-    before = garden(rt)
+    before = inspect_world(rt, garden(rt))
     request = command_request(rt, before["id"], {"kind": "advance", "ticks": 4})
     outcomes = race(crowd, prefix, [[request]] * PROCESSES)
-    assert errors(outcomes) == []  # no busy, no refusal: every loser replays the receipt
-    acks = [wire(value) for value in oks(outcomes)]
-    assert len(acks) == PROCESSES and len(set(acks)) == 1
-    ack = oks(outcomes)[0]["result"]
+    ack = one_acknowledgement(outcomes, PROCESSES)  # no busy, no refusal: every loser replays the receipt
     assert (ack["sequence"], ack["revision"]) == (before["nextSequence"], before["revision"] + 1)
     after = inspect_world(rt, before["id"])
     assert (after["revision"], after["tick"], after["nextSequence"]) == (
@@ -104,14 +89,10 @@ def test_same_proposal_under_different_request_ids_births_once(
     candidate = ready(rt, value)
     requests = [[admission(value, candidate, f"birth-{n}", world_target(snap))] for n in range(PROCESSES)]
     outcomes = race(crowd, prefix, requests)
-    (winner,) = oks(outcomes)
-    ack = winner["result"]
     # Every process carried the pre-birth revision; the birth advanced it, so each loser's recomputation
     # stops at the revision check, which the admission rechecks before the proposal (world_birth checks 2
     # then 3). Nothing of a loser is committed: no receipt, no second child, no second charge.
-    refusals = errors(outcomes)
-    assert len(refusals) == PROCESSES - 1
-    assert {(e["code"], e["path"]) for e in refusals} == {("stale-revision", "target.expectedRevision")}
+    ack = one_winner(outcomes, ("stale-revision", "target.expectedRevision"))["result"]
     after = inspect_world(rt, snap["id"])
     assert after["revision"] == snap["revision"] + 1 == ack["worldRevision"]
     assert after["proposals"] == []
@@ -142,7 +123,7 @@ def test_fresh_commands_with_one_sequence_and_different_payloads(
     crowd: Crowd, prefix: str, rt: Runtime
 ) -> None:
     """8 different commands racing for one fresh sequence: exactly one succeeds, the other 7 get `conflict`."""
-    before = garden(rt)
+    before = inspect_world(rt, garden(rt))
     commands = [
         {"kind": "advance", "ticks": 1},
         {"kind": "advance", "ticks": 2},
@@ -155,13 +136,10 @@ def test_fresh_commands_with_one_sequence_and_different_payloads(
     ]
     requests = [[command_request(rt, before["id"], c)] for c in commands]
     outcomes = race(crowd, prefix, requests)
-    (winner,) = oks(outcomes)
     # A world command checks its sequence before its expectedRevision: once the winner has committed, each
     # loser's recomputation finds the sequence retained with another payload (`conflict`), and that check
     # comes before `stale-revision` — even though every loser's expectedRevision is now stale too.
-    refusals = errors(outcomes)
-    assert len(refusals) == PROCESSES - 1
-    assert {(e["code"], e["path"]) for e in refusals} == {("conflict", "sequence")}
+    winner = one_winner(outcomes, ("conflict", "sequence"))
     after = inspect_world(rt, before["id"])
     assert (after["revision"], after["nextSequence"]) == (before["revision"] + 1, before["nextSequence"] + 1)
     index = next(i for i, outcome in enumerate(outcomes) if outcome[0] == "ok")
@@ -179,10 +157,7 @@ def test_replayed_library_admission_from_every_process_births_once(
     value = offspring(parents, "compose", nonce=7)
     request = admission(value, ready(rt, value), "library-birth")
     outcomes = race(crowd, prefix, [[request]] * PROCESSES)
-    assert errors(outcomes) == []
-    acks = [wire(value) for value in oks(outcomes)]
-    assert len(acks) == PROCESSES and len(set(acks)) == 1
-    ack = oks(outcomes)[0]["result"]
+    ack = one_acknowledgement(outcomes, PROCESSES)
     assert call(rt, operation="lineage")["derivations"] == [ack["derivation"]]
     assert list(stored(prefix, "receipt")) == ["library-birth"]
     assert counters(prefix, "admission-receipts", "artifacts", "records") == {
@@ -205,12 +180,9 @@ def test_replayed_world_admission_from_every_process_births_once(
     snap, _ = courting_pair(rt)
     value = pairing_input(snap)
     request = admission(value, ready(rt, value), "world-birth", world_target(snap))
-    batches = crowd.race(prefix, [[request]] * PROCESSES, gate="read")
-    outcomes = outcomes_of(batches)
-    assert errors(outcomes) == []
-    acks = {wire(value) for value in oks(outcomes)}
-    assert len(acks) == 1 and len(oks(outcomes)) == PROCESSES
-    ack = oks(outcomes)[0]["result"]
+    ack = one_acknowledgement(
+        outcomes_of(crowd.race(prefix, [[request]] * PROCESSES, gate="read")), PROCESSES
+    )
     after = inspect_world(rt, snap["id"])
     assert after["revision"] == ack["worldRevision"] == snap["revision"] + 1
     assert [r["artifactId"] for r in after["residents"] if r["stage"] == "nursery"] == [ack["artifactId"]]

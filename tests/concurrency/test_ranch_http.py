@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 
 from quineling.runtime.errors import QuinelingError
-from tests.concurrency.support import errors, fire_threads, oks, stored, wipe_state, wire
+from tests.concurrency.support import fire_threads, one_acknowledgement, one_winner, stored, wipe_state
 from tests.conftest import REDIS_URL, needs_redis
 from tests.runtime.test_ranch_support import (
-    ALLOCATE,
     SUM_CREDITS,
     admission,
     call,
@@ -25,6 +24,7 @@ from tests.runtime.test_ranch_support import (
     command_request,
     courting_pair,
     create,
+    garden,
     inspect_world,
     pairing_input,
     ready,
@@ -83,18 +83,10 @@ def fire(rt: HttpRuntime, requests_: list[dict[str, Any]]) -> list[tuple[str, An
 
 def test_same_world_command_over_http_advances_once(rt: HttpRuntime) -> None:
     """12 clients send one advance-4 command to 4 workers: one advance, 12 byte-identical acknowledgements."""
-    snap = world(rt)
-    for artifact in (create(rt, SUM_CREDITS, seed=1), create(rt, ALLOCATE, seed=2)):
-        command(rt, snap["id"], {"kind": "import", "artifactId": artifact["id"]})
-    for rid in ("r1", "r2"):
-        command(rt, snap["id"], {"kind": "participate", "residentId": rid, "enabled": True})
-    before = inspect_world(rt, snap["id"])
-    request = command_request(rt, snap["id"], {"kind": "advance", "ticks": 4})
-    outcomes = fire(rt, [request] * CLIENTS)
-    assert errors(outcomes) == []
-    acks = {wire(value["result"]) for value in oks(outcomes)}
-    assert len(acks) == 1 and len(oks(outcomes)) == CLIENTS
-    after = inspect_world(rt, snap["id"])
+    before = inspect_world(rt, garden(rt))
+    request = command_request(rt, before["id"], {"kind": "advance", "ticks": 4})
+    one_acknowledgement(fire(rt, [request] * CLIENTS), CLIENTS)
+    after = inspect_world(rt, before["id"])
     assert (after["revision"], after["tick"], after["nextSequence"]) == (
         before["revision"] + 1,
         before["tick"] + 4,
@@ -111,13 +103,8 @@ def test_same_proposal_over_http_births_once(rt: HttpRuntime) -> None:
     outcomes = fire(
         rt, [admission(value, candidate, f"http-birth-{n}", world_target(snap)) for n in range(CLIENTS)]
     )
-    (winner,) = oks(outcomes)
-    ack = winner["result"]
     # All carried the pre-birth revision; the admission checks the revision before the proposal.
-    assert {(e["code"], e["path"]) for e in errors(outcomes)} == {
-        ("stale-revision", "target.expectedRevision")
-    }
-    assert len(errors(outcomes)) == CLIENTS - 1
+    ack = one_winner(outcomes, ("stale-revision", "target.expectedRevision"))["result"]
     after = inspect_world(rt, snap["id"])
     assert after["revision"] == ack["worldRevision"] == snap["revision"] + 1
     assert [r["artifactId"] for r in after["residents"] if r["stage"] == "nursery"] == [ack["artifactId"]]
@@ -149,10 +136,8 @@ def test_fresh_commands_over_http_one_success_rest_conflict(rt: HttpRuntime) -> 
     ]
     requests_ = [command_request(rt, snap["id"], c) for c in commands]
     outcomes = fire(rt, requests_)
-    (winner,) = oks(outcomes)
     # The sequence check (retained sequence, other payload → conflict) precedes the revision check.
-    assert {(e["code"], e["path"]) for e in errors(outcomes)} == {("conflict", "sequence")}
-    assert len(errors(outcomes)) == len(commands) - 1
+    winner = one_winner(outcomes, ("conflict", "sequence"))
     after = inspect_world(rt, snap["id"])
     assert (after["revision"], after["nextSequence"]) == (snap["revision"] + 2, snap["nextSequence"] + 2)
     index = next(i for i, outcome in enumerate(outcomes) if outcome[0] == "ok")
@@ -164,10 +149,7 @@ def test_replayed_world_admission_over_http_births_once(rt: HttpRuntime) -> None
     snap, _ = courting_pair(rt)
     value = pairing_input(snap)
     request = admission(value, ready(rt, value), "http-world-birth", world_target(snap))
-    outcomes = fire(rt, [request] * CLIENTS)
-    assert errors(outcomes) == []
-    assert len({wire(value["result"]) for value in oks(outcomes)}) == 1
-    ack = oks(outcomes)[0]["result"]
+    ack = one_acknowledgement(fire(rt, [request] * CLIENTS), CLIENTS)
     after = inspect_world(rt, snap["id"])
     assert after["revision"] == ack["worldRevision"] == snap["revision"] + 1
     assert call(rt, operation="lineage")["derivations"] == [ack["derivation"]]

@@ -7,17 +7,7 @@ from __future__ import annotations
 import pytest
 
 from quineling.runtime.context import Env, Retention, RuntimeLimits, utc_time
-from tests.concurrency.support import (
-    PROCESSES,
-    Crowd,
-    conflicts_of,
-    counters,
-    errors,
-    oks,
-    outcomes_of,
-    redis_runtime,
-    stored,
-)
+from tests.concurrency.support import PROCESSES, Crowd, counters, errors, oks, redis_runtime, settled, stored
 from tests.conftest import needs_redis
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, needs_redis]
@@ -46,8 +36,7 @@ def test_racing_runs_at_the_lapse_take_exactly_the_freed_slots(crowd: Crowd, pre
     batches = crowd.race(
         prefix, [[run, run]] * PROCESSES, {"max_records": LIMIT}, at=(START + TTL, TTL, IDLE)
     )
-    outcomes = outcomes_of(batches)
-    assert conflicts_of(batches) == 0  # fresh record ids and an unchanged artifact: only quotas decide
+    outcomes = settled(batches, 0)  # fresh record ids and an unchanged artifact: only quotas decide
     records = [value["result"] for value in oks(outcomes)]
     assert len(records) == early
     refused = errors(outcomes)

@@ -8,18 +8,7 @@ from typing import Any
 import pytest
 
 from quineling.runtime.context import RuntimeLimits
-from tests.concurrency.support import (
-    PROCESSES,
-    Batch,
-    Crowd,
-    conflicts_of,
-    counters,
-    errors,
-    oks,
-    outcomes_of,
-    redis_runtime,
-    stored,
-)
+from tests.concurrency.support import PROCESSES, Crowd, counters, errors, oks, redis_runtime, settled, stored
 from tests.conftest import needs_redis
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow, needs_redis]
@@ -30,11 +19,6 @@ PER_PROCESS, LIMIT = 5, 20
 def thought(worker: int, n: int) -> str:
     """A distinct thought (hence a distinct artifact) per (worker, n)."""
     return f"[{worker + 1},{n + 1},{worker * PER_PROCESS + n + 3}] | square | sum | report total"
-
-
-def flat(batches: list[Batch], conflicts: int) -> list[Any]:
-    assert conflicts_of(batches) == conflicts
-    return outcomes_of(batches)
 
 
 def assert_limit_refusals(refused: list[dict[str, Any]], name: str) -> None:
@@ -52,7 +36,7 @@ def test_racing_creates_store_exactly_max_artifacts(crowd: Crowd, prefix: str) -
         for w in range(PROCESSES)
     ]
     # Distinct artifacts never conflict: only the quota, checked inside each atomic commit, decides.
-    outcomes = flat(crowd.race(prefix, requests, {"max_artifacts": LIMIT}), conflicts=0)
+    outcomes = settled(crowd.race(prefix, requests, {"max_artifacts": LIMIT}), 0)
     created = [value["result"]["artifact"] for value in oks(outcomes)]
     assert len(created) == LIMIT
     assert_limit_refusals(errors(outcomes), "artifacts")
@@ -76,9 +60,7 @@ def test_racing_runs_store_exactly_max_records(crowd: Crowd, prefix: str) -> Non
     setup = redis_runtime(prefix)
     artifact = setup.dispatch({"operation": "create", "thought": thought(0, 0)})["result"]["artifact"]
     run = {"operation": "run", "artifactId": artifact["id"]}
-    outcomes = flat(
-        crowd.race(prefix, [[run] * PER_PROCESS] * PROCESSES, {"max_records": LIMIT}), conflicts=0
-    )
+    outcomes = settled(crowd.race(prefix, [[run] * PER_PROCESS] * PROCESSES, {"max_records": LIMIT}), 0)
     records = [value["result"] for value in oks(outcomes)]
     assert len(records) == LIMIT
     assert len({r["id"] for r in records}) == LIMIT
@@ -91,9 +73,7 @@ def test_racing_runs_store_exactly_max_records(crowd: Crowd, prefix: str) -> Non
 def test_racing_creates_of_one_thought_store_it_once(crowd: Crowd, prefix: str) -> None:
     """The same new artifact created by 8 processes at once is stored and counted once; all see it."""
     request = {"operation": "create", "thought": thought(1, 1)}
-    outcomes = flat(
-        crowd.race(prefix, [[request]] * PROCESSES, {"max_artifacts": LIMIT}), conflicts=PROCESSES - 1
-    )
+    outcomes = settled(crowd.race(prefix, [[request]] * PROCESSES, {"max_artifacts": LIMIT}), PROCESSES - 1)
     artifacts = [value["result"]["artifact"] for value in oks(outcomes)]
     assert len(artifacts) == PROCESSES
     assert all(a == artifacts[0] for a in artifacts)

@@ -16,12 +16,12 @@ from tests.runtime.test_ranch_support import (
     command,
     create,
     fails,
+    garden,
     inspect_world,
     make_runtime,
     offspring,
     ready,
     state,
-    world,
 )
 
 
@@ -124,13 +124,9 @@ def test_annotate_ignores_the_body(rt):
 def test_annotate_invalidates_pins_epochs_and_cancels_proposals(rt):
     bare_a, intent_a = _bare(rt, SUM_CREDITS, seed=1)
     bare_b, _ = _bare(rt, ALLOCATE, seed=2)
-    snap = world(rt)
-    for artifact in (bare_a, bare_b):
-        command(rt, snap["id"], {"kind": "import", "artifactId": artifact["id"]})
-    for rid in ("r1", "r2"):
-        command(rt, snap["id"], {"kind": "participate", "residentId": rid, "enabled": True})
-    command(rt, snap["id"], {"kind": "advance", "ticks": 1})
-    snap = inspect_world(rt, snap["id"])
+    world_id = garden(rt, [bare_a, bare_b])
+    command(rt, world_id, {"kind": "advance", "ticks": 1})
+    snap = inspect_world(rt, world_id)
     proposal = snap["proposals"][0]
     assert proposal["parents"][0] == {"artifactId": bare_a["id"], "intentHash": None}
     value = {"parents": proposal["parents"], "recipe": "compose", "nonce": 0, "mutation": "none",

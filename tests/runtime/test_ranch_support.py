@@ -122,18 +122,27 @@ def command(rt: Runtime, world_id: str, command: dict[str, Any]) -> dict[str, An
     return call(rt, **command_request(rt, world_id, command))
 
 
+def garden(rt: Runtime, artifacts: list[dict[str, Any]] | None = None) -> str:
+    """The id of a world whose residents r1, r2, … are ``artifacts`` imported in order (default: SUM_CREDITS
+    and ALLOCATE, made here), r1 and r2 participating: they court on the next tick."""
+    if artifacts is None:
+        artifacts = [create(rt, SUM_CREDITS, seed=1), create(rt, ALLOCATE, seed=2)]
+    world_id: str = world(rt)["id"]
+    for artifact in artifacts:
+        command(rt, world_id, {"kind": "import", "artifactId": artifact["id"]})
+    for rid in ("r1", "r2"):
+        command(rt, world_id, {"kind": "participate", "residentId": rid, "enabled": True})
+    return world_id
+
+
 def courting_pair(
     rt: Runtime, thoughts: tuple[str, str] = (SUM_CREDITS, ALLOCATE)
 ) -> tuple[dict, list[dict]]:
     """A world with two participating adults and a live proposal; returns (snapshot, [artifact A, artifact B])."""
     artifacts = [create(rt, thoughts[0], seed=1), create(rt, thoughts[1], seed=2)]
-    snap = world(rt)
-    for artifact in artifacts:
-        command(rt, snap["id"], {"kind": "import", "artifactId": artifact["id"]})
-    for rid in ("r1", "r2"):
-        command(rt, snap["id"], {"kind": "participate", "residentId": rid, "enabled": True})
-    command(rt, snap["id"], {"kind": "advance", "ticks": 1})
-    snap = inspect_world(rt, snap["id"])
+    world_id = garden(rt, artifacts)
+    command(rt, world_id, {"kind": "advance", "ticks": 1})
+    snap = inspect_world(rt, world_id)
     assert len(snap["proposals"]) == 1, snap
     return snap, artifacts
 

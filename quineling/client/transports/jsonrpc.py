@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from quineling.client.errors import A2A_REASONS, AgentError
-from quineling.client.http import HttpCall, SSEItem, is_event_stream
-from quineling.client.transports.base import STREAMING, JSONDict, Transport
+from quineling.client.errors import A2A_REASONS, AgentError, error_info_reasons
+from quineling.client.http import HttpCall, SSEItem
+from quineling.client.transports.base import JSONDict, Route, Transport
 
 _ids = itertools.count(1)
 _NOT_HERE = frozenset({404, 405, 415, 501})
@@ -29,55 +28,21 @@ class JsonRpcTransport(Transport):
     def translate(self, op: str, result: Any) -> Any:
         return result
 
-    def _call(
-        self, op: str, params: JSONDict, idempotency_key: str | None, **extra: str
-    ) -> tuple[HttpCall, int]:
-        rid = next(_ids)
-        stream = op in STREAMING
-        headers = {**self.headers(stream=stream, idempotency_key=idempotency_key),
-                   "Accept": "text/event-stream" if stream else "application/json", **extra}  # fmt: skip
-        envelope = {"jsonrpc": "2.0", "id": rid, "method": self.method(op), "params": self.params(op, params)}
-        return HttpCall("POST", self.interface.url, body=envelope, headers=headers,
-                        repeatable=self.repeatable(op, idempotency_key), stream=stream, operation=op), rid  # fmt: skip
+    def route(self, op: str, params: JSONDict) -> Route:
+        envelope = {"jsonrpc": "2.0", "id": next(_ids), "method": self.method(op),
+                    "params": self.params(op, params)}  # fmt: skip
+        return "POST", self.interface.url, envelope, {}
 
-    def call(
-        self,
-        op: str,
-        params: JSONDict,
-        *,
-        idempotency_key: str | None = None,
-        read_timeout: float | None = None,
-    ) -> Any:
-        http, rid = self._call(op, params, idempotency_key)
-        http.read_timeout = read_timeout
-        response = self.channel.send(http)
-        return self.translate(op, self._result(response, http, rid))
+    def answer(self, response: httpx.Response, http: HttpCall) -> Any:
+        return self.translate(http.operation, self._result(response, http, http.body["id"]))
 
-    def stream(
-        self,
-        op: str,
-        params: JSONDict,
-        *,
-        last_event_id: str | None = None,
-        idempotency_key: str | None = None,
-        read_timeout: float | None = None,
-    ) -> Iterator[SSEItem]:
-        extra = {"Last-Event-ID": last_event_id} if last_event_id else {}
-        http, rid = self._call(op, params, idempotency_key, **extra)
-        http.read_timeout = read_timeout
-        with self.channel.open_stream(http) as response:
-            if not is_event_stream(response):
-                response.read()
-                result = self._result(response, http, rid)  # raises the agent's error, if that is what it is
-                yield SSEItem("", "message", self.translate(op, result))
-                return
-            for item in self.channel.events(response, http):
-                yield SSEItem(item.id, item.event, self.translate(op, self._envelope(item.data, http, None)))
+    def event(self, item: SSEItem, response: httpx.Response, http: HttpCall) -> SSEItem:
+        return SSEItem(
+            item.id, item.event, self.translate(http.operation, self._envelope(item.data, http, None))
+        )
 
     def _result(self, response: httpx.Response, http: HttpCall, rid: int) -> Any:
         status = response.status_code
-        if status in (401, 403):
-            raise self.channel.http_error(response, http, _json_or_none(response))
         try:
             body = response.json()
         except ValueError:
@@ -109,24 +74,13 @@ def rpc_error(error: Any, op: str, redact: Any) -> AgentError:
         )
     code = error.get("code")
     code = code if isinstance(code, int) else None
-    reason = None
-    data = error.get("data")
-    for detail in data if isinstance(data, list) else []:
-        if (
-            isinstance(detail, dict)
-            and str(detail.get("@type", "")).endswith("ErrorInfo")
-            and detail.get("reason")
-        ):
-            reason = str(detail["reason"])
-    reason = reason or (A2A_REASONS.get(code) if code is not None else None) or f"JSON-RPC {code}"
+    reasons = error_info_reasons(error.get("data"))  # of several, the last (a REST status: the first)
+    reason = (
+        reasons[-1]
+        if reasons
+        else (A2A_REASONS.get(code) if code is not None else None) or f"JSON-RPC {code}"
+    )
     message = redact(str(error.get("message", "")))
     return AgentError(
         f"{op}: {reason}: {message}" if message else f"{op}: {reason}", reason=reason, a2a_code=code
     )
-
-
-def _json_or_none(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        return None

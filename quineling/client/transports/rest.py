@@ -4,18 +4,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from quineling.client.errors import AgentError
-from quineling.client.http import HttpCall, SSEItem, is_event_stream
-from quineling.client.transports.base import STREAMING, JSONDict, Transport
+from quineling.client.http import HttpCall, SSEItem
+from quineling.client.transports.base import JSONDict, Route, Transport
 
 _NOT_HERE = frozenset({405, 415, 501})
-_ACCEPT = "application/a2a+json, application/json"
 
 
 def _q(value: Any) -> str:
@@ -34,8 +32,14 @@ def _query(params: JSONDict, *names: str) -> dict[str, str]:
 
 class RestTransport(Transport):
     binding = "HTTP+JSON"
+    accept = "application/a2a+json, application/json"
 
-    def route(self, op: str, p: JSONDict) -> tuple[str, str, Any, dict[str, str]]:
+    def route(self, op: str, params: JSONDict) -> Route:
+        verb, path, body, query = self._route(op, params)
+        tenant = f"/{_q(self.interface.tenant)}" if self.interface.tenant else ""
+        return verb, self.interface.url.rstrip("/") + tenant + path, body, query
+
+    def _route(self, op: str, p: JSONDict) -> Route:
         """(verb, path, body, query) of ``op``."""
         task = f"/tasks/{_q(p.get('id', ''))}"
         configs = f"/tasks/{_q(p.get('taskId', ''))}/pushNotificationConfigs"
@@ -66,54 +70,8 @@ class RestTransport(Transport):
             return "GET", "/extendedAgentCard", None, {}
         raise AgentError(f"{op}: no HTTP+JSON route", reason="UNSUPPORTED_OPERATION")
 
-    def _call(self, op: str, params: JSONDict, idempotency_key: str | None, **extra: str) -> HttpCall:
-        verb, path, body, query = self.route(op, params)
-        tenant = f"/{_q(self.interface.tenant)}" if self.interface.tenant else ""
-        stream = op in STREAMING
-        headers = {**self.headers(stream=stream, idempotency_key=idempotency_key),
-                   "Accept": "text/event-stream" if stream else _ACCEPT, **extra}  # fmt: skip
-        return HttpCall(verb, self.interface.url.rstrip("/") + tenant + path, body=body, params=query,
-                        headers=headers, repeatable=self.repeatable(op, idempotency_key), stream=stream,
-                        operation=op)  # fmt: skip
-
-    def call(
-        self,
-        op: str,
-        params: JSONDict,
-        *,
-        idempotency_key: str | None = None,
-        read_timeout: float | None = None,
-    ) -> Any:
-        http = self._call(op, params, idempotency_key)
-        http.read_timeout = read_timeout
-        return self._result(self.channel.send(http), http)
-
-    def stream(
-        self,
-        op: str,
-        params: JSONDict,
-        *,
-        last_event_id: str | None = None,
-        idempotency_key: str | None = None,
-        read_timeout: float | None = None,
-    ) -> Iterator[SSEItem]:
-        extra = {"Last-Event-ID": last_event_id} if last_event_id else {}
-        http = self._call(op, params, idempotency_key, **extra)
-        http.read_timeout = read_timeout
-        with self.channel.open_stream(http) as response:
-            if not is_event_stream(response):
-                response.read()
-                yield SSEItem("", "message", self._result(response, http))
-                return
-            for item in self.channel.events(response, http):
-                if item.event == "error" or (isinstance(item.data, dict) and "error" in item.data):
-                    raise self.channel.http_error(response, http, item.data)
-                yield item
-
-    def _result(self, response: httpx.Response, http: HttpCall) -> Any:
+    def answer(self, response: httpx.Response, http: HttpCall) -> Any:
         status = response.status_code
-        if status in (401, 403):
-            raise self.channel.http_error(response, http, _json_or_none(response))
         if status == 204 or (status < 300 and not response.content):
             return {}
         try:
@@ -131,13 +89,11 @@ class RestTransport(Transport):
             raise self.mismatch(f"it answered HTTP {status} without an A2A error")
         raise self.channel.http_error(response, http, body)
 
+    def event(self, item: SSEItem, response: httpx.Response, http: HttpCall) -> SSEItem:
+        if item.event == "error" or (isinstance(item.data, dict) and "error" in item.data):
+            raise self.channel.http_error(response, http, item.data)
+        return item
+
 
 def _a2a_error(body: Any) -> bool:
     return isinstance(body, dict) and isinstance(body.get("error"), dict)
-
-
-def _json_or_none(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        return None
