@@ -34,6 +34,7 @@ class LiveServer:
     prefix: str
     log: Path
     pid: int = 0  # the gunicorn master's
+    store_url: str = "memory://"
 
     @property
     def port(self) -> int:
@@ -90,7 +91,7 @@ def live_server(
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid)
+    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid, store_url)
     try:
         _wait_ready(server, proc, workers, ready_path)
         yield server
