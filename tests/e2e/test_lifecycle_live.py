@@ -99,6 +99,7 @@ def private_cluster() -> Iterator[redis_cluster.LocalCluster]:
     cluster.stop()
 
 
+@needs_redis_server  # the private cluster's nodes
 @pytest.mark.parametrize("_", [pytest.param("cluster", marks=ON_CLUSTER)])
 def test_a_cluster_unreachable_at_start_up_is_reported_and_recovered_from(
     private_cluster: redis_cluster.LocalCluster, _: str
