@@ -62,6 +62,7 @@ class Server:
     task_id: str = ""
     artifact_id: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
+    prefix: str = ""  # this server's store key prefix (a shared cluster is cleaned by prefix, never flushed)
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -119,6 +120,7 @@ def quineling(store_url: str, workers: int, worker_class: str, threads: int, key
                QUINELING_A2A_PORT=str(port), QUINELING_BASE_URL=f"http://127.0.0.1:{port}",
                QUINELING_ACCESS_LOG="0", QUINELING_AUTH_KEYS_FILE=str(keys),
                QUINELING_STORE_PREFIX=f"bench-{uuid.uuid4().hex[:8]}", PYTHONPATH=str(root))  # fmt: skip
+    prefix = env["QUINELING_STORE_PREFIX"]
     env.update({f"QUINELING_{k.upper()}": str(v) for k, v in settings.items()})
     cmd = [sys.executable, "-m", "gunicorn", "-c", str(root / "deploy/gunicorn.conf.py"),
            "--log-level", "warning", "wsgi:app"]  # fmt: skip
@@ -127,12 +129,14 @@ def quineling(store_url: str, workers: int, worker_class: str, threads: int, key
         wait_healthy(port, proc)
         time.sleep(0.3 * workers)  # every worker booted
         name = "quineling" if root == ROOT else f"quineling@{root.name}"
-        server = Server(name, port, proc.pid)
+        server = Server(name, port, proc.pid, prefix=prefix)
         prime(server)
         yield server
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+        if store_url.startswith(("redis+cluster://", "rediss+cluster://")):
+            forget(store_url, prefix)
 
 
 @contextmanager
@@ -210,16 +214,35 @@ def median(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: round(statistics.median(r[k] for r in rows), 3) for k in rows[0]}
 
 
+def store_url_of(setup: dict[str, Any], redis_url: str, cluster_url: str) -> str:
+    return {"redis": redis_url, "cluster": cluster_url}.get(setup["store"], "memory://")
+
+
+def forget(cluster_url: str, prefix: str) -> None:
+    """Delete every key under ``prefix`` on every primary of a cluster that other users share (no FLUSHALL)."""
+    from stores import keys
+    from stores.redis_connection import make_client
+
+    client = make_client(cluster_url, socket_timeout=10.0)
+    try:  # a cluster client's scan_iter walks every primary
+        for key in client.scan_iter(match=keys.all_keys_pattern(prefix), count=1000):
+            client.delete(key)
+    finally:
+        client.close()
+
+
 def side_by_side(setups: list[dict[str, Any]], scenarios: list[str], clients: list[int], seconds: float,
-                 rounds: int, redis_url: str, compare: list[Path] | None = None) -> dict[str, Any]:  # fmt: skip
-    """Per setup (a store, workers, worker class): every scenario × clients over interleaved rounds."""
+                 rounds: int, redis_url: str, compare: list[Path] | None = None,
+                 cluster_url: str = "") -> dict[str, Any]:  # fmt: skip
+    """Per setup (a store, workers, worker class): every scenario × clients over interleaved rounds. A
+    cluster setup's keys are deleted by prefix when its server stops (the cluster is shared, never flushed)."""
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         keys = Path(tmp) / "keys"
         keys.write_text(f"bench sha256:{_digest(TOKEN)}\n")
         keys.chmod(0o600)
         for setup in setups:
-            store = redis_url if setup["store"] == "redis" else "memory://"
+            store = store_url_of(setup, redis_url, cluster_url)
             label = f"{setup['store']} x{setup['workers']} {setup['class']}" + (
                 f" t{setup['threads']}" if setup["class"] == "gthread" else ""
             )
@@ -261,7 +284,7 @@ def side_by_side(setups: list[dict[str, Any]], scenarios: list[str], clients: li
 
 
 def worker_classes(setups: list[dict[str, Any]], scenarios: list[str], clients: list[int], seconds: float,
-                   rounds: int, redis_url: str) -> dict[str, Any]:  # fmt: skip
+                   rounds: int, redis_url: str, cluster_url: str = "") -> dict[str, Any]:  # fmt: skip
     """This server in several layouts (e.g. gevent and gthread on Redis × 2) running at once, driven in
     interleaved rounds (layout A, B, A, B …, per scenario and client count), so a machine that gets busier
     or quieter during the run favours none of them: the comparison a default worker class needs."""
@@ -272,7 +295,7 @@ def worker_classes(setups: list[dict[str, Any]], scenarios: list[str], clients: 
         keys.chmod(0o600)
         servers = []
         for setup in setups:
-            store = redis_url if setup["store"] == "redis" else "memory://"
+            store = store_url_of(setup, redis_url, cluster_url)
             server = stack.enter_context(
                 quineling(store, setup["workers"], setup["class"], setup["threads"], keys)
             )
@@ -314,7 +337,8 @@ def round_trips(store_url: str) -> dict[str, float]:
         keys = Path(tmp) / "keys"
         keys.write_text(f"bench sha256:{_digest(TOKEN)}\n")
         keys.chmod(0o600)
-        app = create_app(config={"store_url": store_url, "store_prefix": f"bench-{uuid.uuid4().hex[:8]}",
+        prefix = f"bench-{uuid.uuid4().hex[:8]}"
+        app = create_app(config={"store_url": store_url, "store_prefix": prefix,
                                  "auth_keys_file": str(keys)})  # fmt: skip
         backend = app.extensions["quineling"].extras["backend"]
         client = app.test_client()
@@ -350,6 +374,8 @@ def round_trips(store_url: str) -> dict[str, float]:
             "ListTasks(page 50)": count("ListTasks", {"pageSize": 50})[0],
         }  # fmt: skip
         backend.close()
+    if store_url.startswith(("redis+cluster://", "rediss+cluster://")):
+        forget(store_url, prefix)
     return out
 
 

@@ -3,7 +3,8 @@
 docs/performance.md), store round trips per request, and the older in-process and baseline-only sections.
 
 It is a script, not a test. Redis figures use database --redis-db (12) of --redis-url, which the script flushes
-before and after: never point it at a database anything else uses.
+before and after: never point it at a database anything else uses. A Redis Cluster (--cluster-url) is taken to be
+shared: the script deletes the keys under its own prefixes on every primary and nothing else.
 
     ./dev bench                 # side by side with the official JS SDK (bench/peer.py), plus round trips
     ./dev bench --quick         # shorter runs, fewer setups
@@ -11,6 +12,9 @@ before and after: never point it at a database anything else uses.
     ./dev bench --compare /path/to/older/checkout   # also that tree's server, in the same rounds
     ./dev bench --only classes --setups redis:2:gevent,redis:2:gthread:4 --scenarios get,run
                                 # layouts of this server against each other, interleaved
+    ./dev bench --only peer --setups redis:2:gevent,cluster:2:gevent --scenarios create,run,get --clients 8
+                                # a Redis Cluster row beside single Redis (--cluster-url; keys deleted by prefix)
+    ./dev bench --only roundtrips --cluster   # round trips per request on memory, Redis and the cluster
     ./dev bench --only dispatch # or: http (against the Flask baseline only), probes (bench/probes.py)
     ./dev bench --worker-class both   # http and probes under gevent and gthread (default: gevent)
 """
@@ -39,6 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import peer, probes  # noqa: E402 - needs the repository root on the path
+from tests.support.redis_cluster import LocalCluster  # noqa: E402 - the test cluster's ports
+
+CLUSTER_URL = LocalCluster().url  # started if missing when a run needs it (tests/support/redis_cluster.py)
 
 SQUARES = "[2,3,4] | square | sum | report total"
 RECONNECT_EVERY = 20  # requests per HTTP connection in the load generator
@@ -319,6 +326,15 @@ def main() -> None:
     )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379")
     parser.add_argument("--redis-db", type=int, default=12, help="the database to use and flush (12)")
+    parser.add_argument(
+        "--cluster-url",
+        default=os.environ.get("QUINELING_TEST_REDIS_CLUSTER_URL") or CLUSTER_URL,
+        help="the Redis Cluster of `cluster` setups and round trips; shared, so only the bench's own keys "
+        "are deleted, by prefix (QUINELING_TEST_REDIS_CLUSTER_URL, else %(default)s)",
+    )
+    parser.add_argument(
+        "--cluster", action="store_true", help="--only roundtrips: count on the Redis Cluster too"
+    )
     parser.add_argument("--quick", action="store_true", help="short runs, one concurrency level")
     parser.add_argument(
         "--only", choices=["peer", "classes", "rss", "roundtrips", "dispatch", "http", "probes"]
@@ -326,7 +342,8 @@ def main() -> None:
     parser.add_argument(
         "--setups",
         default="memory:1:gevent,redis:2:gevent,redis:2:gthread:4",
-        help="side-by-side layouts, STORE:WORKERS:CLASS[:THREADS],… (%(default)s)",
+        help="side-by-side layouts, STORE:WORKERS:CLASS[:THREADS],…; STORE is memory, redis or cluster "
+        "(%(default)s)",
     )
     parser.add_argument(
         "--scenarios", default=",".join(peer.SCENARIOS), help="side-by-side scenarios (%(default)s)"
@@ -346,6 +363,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     redis_url = args.redis_url.rstrip("/") + f"/{args.redis_db}"
+    uses_cluster = args.cluster or "cluster:" in args.setups
+    if uses_cluster and args.cluster_url == CLUSTER_URL:
+        LocalCluster().ensure()  # the tests' own cluster, on its fixed ports: start it if it is not up
     seconds = 1.0 if args.quick else 3.0
     concurrencies = [4] if args.quick else [1, 4, 16]
     report: dict[str, Any] = {}
@@ -362,19 +382,21 @@ def main() -> None:
             side = peer.side_by_side(setups, args.scenarios.split(","), [int(c) for c in args.clients.split(",")],
                                      args.seconds or (1.5 if args.quick else 3.0),
                                      1 if args.quick else args.rounds, redis_url,
-                                     [path.resolve() for path in args.compare])  # fmt: skip
+                                     [path.resolve() for path in args.compare], args.cluster_url)  # fmt: skip
             peer.print_side_by_side(side)
             report["side by side"] = side
         if args.only == "classes":  # the layouts of --setups side by side, without the peer
             setups = [parse_setup(text) for text in args.setups.split(",")]
             classes_report = peer.worker_classes(setups, args.scenarios.split(","),
                                                  [int(c) for c in args.clients.split(",")], args.seconds or 3.0,
-                                                 args.rounds, redis_url)  # fmt: skip
+                                                 args.rounds, redis_url, args.cluster_url)  # fmt: skip
             peer.print_side_by_side(classes_report)
             report.update(classes_report)
             flush(redis_url)
         if args.only in (None, "roundtrips"):
-            for label, url in (("memory", "memory://"), ("redis", redis_url)):
+            stores = [("memory", "memory://"), ("redis", redis_url)]
+            stores += [("cluster", args.cluster_url)] if args.cluster else []
+            for label, url in stores:
                 report[f"round trips {label} (auth on)"] = peer.round_trips(url)
                 flush(redis_url)
         if args.only == "rss":
@@ -426,7 +448,7 @@ def main() -> None:
 def parse_setup(text: str) -> dict[str, Any]:
     """``STORE:WORKERS:CLASS[:THREADS]`` (threads: gthread only, default 8)."""
     store, workers, worker_class, *rest = text.split(":")
-    if store not in ("memory", "redis") or worker_class not in ("gevent", "gthread"):
+    if store not in ("memory", "redis", "cluster") or worker_class not in ("gevent", "gthread"):
         raise SystemExit(f"--setups: not STORE:WORKERS:CLASS[:THREADS]: {text!r}")
     return {
         "store": store,

@@ -109,9 +109,25 @@ def store_unreachable(url: str, timeout: float) -> str | None:
         elif parts.scheme in ("redis", "rediss"):
             with socket.create_connection((parts.hostname or "localhost", parts.port or 6379), timeout):
                 pass
+        elif parts.scheme in ("redis+cluster", "rediss+cluster"):
+            return _no_node_listens(url, timeout)
     except (OSError, ValueError) as exc:  # ValueError: a port that is no number
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+def _no_node_listens(url: str, timeout: float) -> str | None:
+    """A cluster is reachable while any listed node is (the client learns the rest from it)."""
+    problem = "no node listed"
+    hosts = url.split("://", 1)[1].split("/", 1)[0].rpartition("@")[2]
+    for item in hosts.split(","):
+        node = urlsplit(f"//{item.strip()}")
+        try:
+            with socket.create_connection((node.hostname or "localhost", node.port or 6379), timeout):
+                return None
+        except (OSError, ValueError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+    return problem
 
 
 def when_ready_hook(facts: Facts) -> Any:

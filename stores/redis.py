@@ -16,7 +16,7 @@ from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStor
 from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
 from stores.redis_changes import frees_at, state_keys, text
-from stores.redis_connection import CLUSTER_SCHEMES, Connection, make_client
+from stores.redis_connection import CLUSTER_SCHEMES, Connection, make_lazy_client
 from stores.redis_rate_counters import RedisRateCounter
 from stores.redis_scopes import RedisScopeRegistry
 from stores.redis_state import RedisStateStore
@@ -72,8 +72,9 @@ class RedisBackend(Backend):
         if client is None:
             # retry=None: redis-py repeats no call by itself (Connection decides what may be repeated).
             options = {"socket_connect_timeout": socket_connect_timeout, "retry": None, **client_options}
-            client = make_client(url, socket_timeout=socket_timeout, **options)
-            blocking = make_client(url, socket_timeout=max_block_seconds + socket_timeout, **options)
+            # A cluster's clients are made on first use: one that is down must not stop a server's start.
+            client = make_lazy_client(url, socket_timeout=socket_timeout, **options)
+            blocking = make_lazy_client(url, socket_timeout=max_block_seconds + socket_timeout, **options)
         self.url = url
         self.prefix = prefix
         self.events_maxlen = events_maxlen

@@ -18,8 +18,11 @@ Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
 * Scripts are redis-py ``Script`` objects: one that the server no longer knows (a restart, a failover to a
   replica, ``SCRIPT FLUSH``) is loaded again and sent again within the same call.
 * Every driver failure becomes a :class:`~stores.errors.StoreError`: transient ones (connection, timeout,
-  loading, read-only replica, out of memory, script cache flushed, busy, socket errors) as
-  :class:`~stores.errors.StoreUnavailable`, anything else as a plain ``StoreError``.
+  loading, read-only replica, out of memory, script cache flushed, busy, socket errors, a cluster whose slot
+  map cannot be read) as :class:`~stores.errors.StoreUnavailable`, anything else as a plain ``StoreError``.
+* A cluster client is made on first use (:class:`LazyCluster`): redis-py's reads the slot map when it is made
+  and raises when no node answers, which would stop a server from starting while its cluster is down. Made
+  lazily, the server starts and answers the retryable error until a node answers, as with one server.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import redis
 from redis import exceptions as rex
 from redis.backoff import ExponentialBackoff
 from redis.cluster import ClusterNode, RedisCluster
+from redis.commands.core import Script
 from redis.retry import Retry
 
 from stores import keys
@@ -58,6 +62,53 @@ def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     scheme = url.split("://", 1)[0].lower()
     if scheme not in CLUSTER_SCHEMES:
         return redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
+    return RedisCluster(startup_nodes=cluster_nodes(url), **_cluster_settings(url, socket_timeout, options))
+
+
+def make_lazy_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
+    """:func:`make_client`'s client, except that a cluster's is a :class:`LazyCluster` (the URL is checked now)."""
+    if url.split("://", 1)[0].lower() not in CLUSTER_SCHEMES:
+        return make_client(url, socket_timeout=socket_timeout, **options)
+    nodes, settings = cluster_nodes(url), _cluster_settings(url, socket_timeout, options)
+    return LazyCluster(lambda: RedisCluster(startup_nodes=nodes, **settings))
+
+
+class LazyCluster:
+    """A Redis Cluster client made on its first use (see the module doc); until a node answers, each use
+    tries again. Scripts can be registered before it is made."""
+
+    def __init__(self, make: Callable[[], RedisCluster]) -> None:
+        self._make = make
+        self._client: RedisCluster | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> RedisCluster:
+        known = self._client
+        if known is not None:
+            return known
+        # Made outside the lock: while the cluster is down, each request waits for its own attempt only.
+        made = self._make()
+        with self._lock:
+            if self._client is None:
+                self._client = made
+                return made
+            first = self._client
+        made.close()  # another thread's was first
+        return first
+
+    def register_script(self, source: str) -> Script:
+        # As bytes (UTF-8, RedisCluster's default encoding), a Script needs nothing of its registered client;
+        # every call names the client it runs on (Connection.script).
+        return Script(self, source.encode())  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        """Close the client if it was made (closing never connects)."""
+        if self._client is not None:
+            self._client.close()
+
+
+def _cluster_settings(url: str, socket_timeout: float, options: dict[str, Any]) -> dict[str, Any]:
+    scheme = url.split("://", 1)[0].lower()
     settings: dict[str, Any] = {
         **{name: value for name, value in options.items() if name != "retry"},
         **cluster_auth(url),
@@ -69,7 +120,7 @@ def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
         "retry": Retry(CLUSTER_BACKOFF, CLUSTER_RETRIES),
         "require_full_coverage": False,
     }
-    return RedisCluster(startup_nodes=cluster_nodes(url), **settings)
+    return settings
 
 
 def _cluster_parts(url: str) -> tuple[str, str]:
@@ -151,9 +202,23 @@ _TRANSIENT = (
 _TRANSIENT_CODES = frozenset({"MISCONF", "BUSY", "NOREPLICAS", "UNBLOCKED"})
 
 
+# The cluster client's own failures to read the slot map (it rereads it after a connection error): no node
+# answers, the nodes disagree, slots have no primary. Its other RedisClusterExceptions are refusals of the
+# call itself (keys in several slots, a command it cannot route): not transient.
+_CLUSTER_MAP_FAILURES = (
+    "Redis Cluster cannot be connected",
+    "could not agree on a valid slots cache",
+    "All slots are not covered",
+)
+
+
 def _transient(error: BaseException) -> bool:
     if isinstance(error, _TRANSIENT):
         return True
+    if isinstance(error, rex.SlotNotCoveredError):
+        return True
+    if isinstance(error, rex.RedisClusterException):
+        return any(failure in str(error) for failure in _CLUSTER_MAP_FAILURES)
     return isinstance(error, rex.ResponseError) and str(error).split(" ", 1)[0] in _TRANSIENT_CODES
 
 
@@ -191,17 +256,38 @@ class Connection:
     """
 
     def __init__(self, client: Any, blocking: Any = None, observer: StoreObserver = UNOBSERVED) -> None:
-        self.shared = client
+        self._shared = client
         self.observer = observer
-        self.blocking = client if blocking is None else blocking
+        self._blocking = client if blocking is None else blocking
         # A cluster client keeps a pool per node and is shared by all threads (it checks a pooled connection
         # before handing it out): no per-thread connection for it.
-        self.cluster = isinstance(client, RedisCluster)
+        self.cluster = isinstance(client, (RedisCluster, LazyCluster))
         self._scripts: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._round_trips = 0
         self._own = threading.local()
         self._observer: Callable[[tuple[Any, ...]], None] | None = None
+
+    @property
+    def shared(self) -> Any:
+        """The client shared by all threads (a cluster's is made here on first use)."""
+        return self._made(self._shared)
+
+    @property
+    def blocking(self) -> Any:
+        """The client of blocking event reads."""
+        return self._made(self._blocking)
+
+    def _made(self, client: Any) -> Any:
+        if not isinstance(client, LazyCluster):
+            return client
+        try:
+            return client.get()
+        except (rex.RedisClusterException, rex.RedisError, OSError) as error:
+            self.observer.error(type(error).__name__)
+            raise StoreUnavailable(
+                f"the Redis Cluster cannot be reached: {type(error).__name__}: {error}"
+            ) from error
 
     def observe(self, observer: Callable[[tuple[Any, ...]], None]) -> None:
         """Call ``observer`` with the arguments of every command sent from now on (scripts' EVALSHA and
@@ -256,9 +342,9 @@ class Connection:
     def close(self) -> None:
         """Disconnect every connection of both pools, including those the threads hold."""
         if self.cluster:
-            self.shared.close()  # every node's pool
-            if self.blocking is not self.shared:
-                self.blocking.close()
+            self._shared.close()  # every node's pool (a LazyCluster never made has none)
+            if self._blocking is not self._shared:
+                self._blocking.close()
             return
         self.shared.close()
         self.shared.connection_pool.disconnect()
@@ -285,7 +371,7 @@ class Connection:
                     raise
             self._count()  # the one repeat, on a fresh connection (redis-py dropped the failed one)
             return call()
-        except (rex.RedisError, OSError) as error:
+        except (rex.RedisError, rex.RedisClusterException, OSError) as error:
             self.observer.error(type(error).__name__)
             if _transient(error):
                 raise StoreUnavailable(f"Redis is unavailable: {type(error).__name__}: {error}") from error
@@ -326,7 +412,7 @@ class Connection:
             script = self._scripts.get(name)
             if script is None:
                 source = once_source(*names) if once else lua_source(*names)
-                script = self._scripts[name] = self.shared.register_script(source)
+                script = self._scripts[name] = self._shared.register_script(source)  # connects to nothing
         if not once:
             return lambda keys_, args: self._guard(
                 lambda: script(keys_, args, client=self.client), repeatable=repeatable

@@ -187,3 +187,32 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 # --------------------------------------------- end of stores block ---------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------
+# live stores: the store URL a live (gunicorn) test runs on. Every such test on real Redis runs on the Redis
+# Cluster too (docs/cluster.md, "Tests"); kinds are resolved lazily, as the cluster may have to be started.
+# ---------------------------------------------------------------------------------------------------------
+REDIS_STORES = [BACKENDS["redis"], BACKENDS["cluster"]]
+LIVE_STORES = ["memory", *REDIS_STORES]  # for modules that also run on the memory store (one worker)
+
+
+def store_url(kind: str) -> str:
+    """``memory://``, the test Redis or the test cluster, for a kind of :data:`LIVE_STORES`."""
+    if kind == "memory":
+        return "memory://"
+    return cluster_url() if kind == "cluster" else REDIS_URL
+
+
+@pytest.fixture(scope="module", params=REDIS_STORES, ids=["redis", "cluster"])
+def redis_store_url(request: pytest.FixtureRequest) -> str:
+    """The test Redis, then the test cluster: a live module's server takes its store URL from here."""
+    return store_url(request.param)
+
+
+# A live test whose subject is not the store (a worker's own cap, the keys file, per-worker metrics) runs on
+# Redis only, to keep CI short; docs/cluster.md lists each one. It shares the module's Redis-run server.
+REDIS_ONLY = pytest.mark.parametrize("redis_store_url", [BACKENDS["redis"]], indirect=True, ids=["redis"])
+
+
+# ------------------------------------------- end of live stores block -----------------------------------

@@ -20,7 +20,6 @@ from quineling.cli import main
 from quineling.runtime.context import Env, RuntimeLimits
 from quineling.runtime.runtime import Runtime
 from stores import Backend, RedisBackend, TaskWrite
-from tests.conftest import REDIS_URL, needs_redis
 from tests.support.redis_keys import delete_under
 
 SQUARES = "[2,3,4] | square | sum | report total"
@@ -159,14 +158,12 @@ def test_usage_tenant_needs_a_principal(fake: Backend) -> None:
     assert code == 2 and "--tenant needs --principal" in err
 
 
-@pytest.mark.redis
-@needs_redis
-def test_the_commands_as_processes_on_real_redis() -> None:
+def test_the_commands_as_processes_on_real_redis(redis_store_url: str) -> None:
     prefix = f"qt-cli-{uuid.uuid4().hex[:8]}"
-    backend = RedisBackend(REDIS_URL, prefix=prefix)
+    backend = RedisBackend(redis_store_url, prefix=prefix)
     try:
         scope = populate(backend, "acme")
-        env = {**os.environ, "QUINELING_STORE_URL": REDIS_URL, "QUINELING_STORE_PREFIX": prefix}
+        env = {**os.environ, "QUINELING_STORE_URL": redis_store_url, "QUINELING_STORE_PREFIX": prefix}
 
         def command(*argv: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
@@ -184,7 +181,7 @@ def test_the_commands_as_processes_on_real_redis() -> None:
         assert held(backend) == [] and backend.usage(scope).is_empty
     finally:
         backend.close()
-        delete_under(REDIS_URL, prefix)
+        delete_under(redis_store_url, prefix)
 
 
 def test_the_command_line_describes_principals_as_the_store_commands_read_them() -> None:

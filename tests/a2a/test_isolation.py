@@ -26,7 +26,7 @@ import pytest
 from quineling.app import create_app
 from quineling.runtime.ranch.offspring import candidate_id
 from stores import RedisBackend
-from tests.conftest import BACKENDS, REDIS_URL
+from tests.conftest import BACKENDS, store_url
 from tests.runtime.test_ranch_support import ALLOCATE, SUM_CREDITS, offspring
 from tests.runtime.test_transport_equivalence import masked, scenario
 from tests.support.principals import FLAVOURS, Answer, Caller, keys_file, new_task_id
@@ -55,8 +55,9 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> It
         )
         yield {"store_url": "redis://fake", "store_prefix": prefix}
         return
-    yield {"store_url": REDIS_URL, "store_prefix": prefix}
-    delete_under(REDIS_URL, prefix)
+    url = store_url(request.param)  # Redis, or the cluster for the "cluster" backend
+    yield {"store_url": url, "store_prefix": prefix}
+    delete_under(url, prefix)
 
 
 @pytest.fixture

@@ -64,3 +64,14 @@ def test_the_store_probe_tells_a_listener_from_nothing() -> None:
             listener.bind(path)
             listener.listen()
             assert store_unreachable(f"unix://{path}?db=1", 1) is None
+
+
+def test_a_cluster_is_reachable_while_any_listed_node_listens() -> None:
+    dead = [free_port(), free_port()]
+    problem = store_unreachable(f"redis+cluster://127.0.0.1:{dead[0]},127.0.0.1:{dead[1]}", 1)
+    assert problem is not None and problem.startswith("ConnectionRefusedError")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        alive = listener.getsockname()[1]
+        assert store_unreachable(f"rediss+cluster://u:pw@127.0.0.1:{dead[0]},127.0.0.1:{alive}", 1) is None

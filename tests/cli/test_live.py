@@ -353,13 +353,9 @@ def test_quineling_shortcuts_print_the_result(q: Q, tmp_path: Path) -> None:
     assert missing.code == 1 and missing.json()["error"]["code"] == "QUINELING_NOT_FOUND"
 
 
-@pytest.mark.redis
-def test_agents_registry_in_the_shared_store(q: Q, server: LiveServer) -> None:
-    """Quineling extras: agents add|list|check|remove, kept in Redis (QUINELING_STORE_URL)."""
-    redis_url = os.environ.get("QUINELING_TEST_REDIS_URL")
-    if not redis_url:
-        pytest.skip("QUINELING_TEST_REDIS_URL is not set")
-    store = {"QUINELING_STORE_URL": redis_url}
+def test_agents_registry_in_the_shared_store(q: Q, server: LiveServer, redis_store_url: str) -> None:
+    """Quineling extras: agents add|list|check|remove, kept in Redis or a Redis Cluster (QUINELING_STORE_URL)."""
+    store = {"QUINELING_STORE_URL": redis_store_url}
     refused = q("agents", "list", agent=None)
     assert refused.code == 2 and "QUINELING_STORE_URL" in refused.err
     added = q("agents", "add", server.base_url, agent=None, **store)

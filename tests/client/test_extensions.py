@@ -18,17 +18,16 @@ from quineling.client.card import IDEMPOTENCY, LONG_POLL, RESUMABLE_STREAMS, par
 from quineling.client.messages import text_message
 from quineling.client.models import ArtifactUpdate, StatusUpdate
 from tests.client.proxy import DROP, Fault, Proxy, Seen, proxy
-from tests.conftest import REDIS_URL, needs_redis
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import SQUARE_SUM
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+pytestmark = pytest.mark.slow
 FLAVOURS = ["JSONRPC", "HTTP+JSON"]
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LiveServer]:
-    with live_server(store_url=REDIS_URL, workers=2, threads=4) as live:
+def server(redis_store_url: str) -> Iterator[LiveServer]:
+    with live_server(store_url=redis_store_url, workers=2, threads=4) as live:
         yield live
 
 

@@ -23,8 +23,12 @@ from quineling.client import (
     Timeouts,
 )
 from quineling.client.retry import RetryPolicy
+<<<<<<< HEAD
 from tests.client.fault_server import FaultServer, Reply, Request, agent_server, fault_server
 from tests.conftest import REDIS_URL, needs_redis
+=======
+from tests.client.fault_server import Reply, Request, card_for, fault_server
+>>>>>>> i16e2e
 from tests.support.redis_keys import delete_under
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,24 +100,23 @@ def test_health_checks_read_the_card_and_the_readiness_endpoint(registry: AgentR
 
 
 @pytest.fixture
-def redis_state() -> Iterator[Any]:
+def redis_state(redis_store_url: str) -> Iterator[Any]:
     prefix = f"qclient-{uuid.uuid4().hex[:10]}"
     made: list[SharedState] = []
 
     def make() -> SharedState:
-        state = SharedState.from_url(REDIS_URL, prefix=prefix)
+        state = SharedState.from_url(redis_store_url, prefix=prefix)
         made.append(state)
         return state
 
     make.prefix = prefix  # type: ignore[attr-defined]
+    make.url = redis_store_url  # type: ignore[attr-defined]
     yield make
     for state in made:
         state.store.close()
-    delete_under(REDIS_URL, prefix)
+    delete_under(redis_store_url, prefix)
 
 
-@needs_redis
-@pytest.mark.redis
 def test_the_registry_is_shared_through_redis(redis_state: Any) -> None:
     one, two = (AgentRegistry(redis_state(), retry=RetryPolicy.none()) for _ in range(2))
     with ready_agent({"status": 200}) as live:
@@ -124,8 +127,6 @@ def test_the_registry_is_shared_through_redis(redis_state: Any) -> None:
         assert two.remove(live.base) and one.list() == []
 
 
-@needs_redis
-@pytest.mark.redis
 def test_the_breaker_is_shared_through_redis(redis_state: Any) -> None:
     settings = BreakerSettings(threshold=5, window=60)
     here, there = CircuitBreaker(redis_state(), settings), CircuitBreaker(redis_state(), settings)
@@ -137,8 +138,6 @@ def test_the_breaker_is_shared_through_redis(redis_state: Any) -> None:
     here.before("https://agent")
 
 
-@needs_redis
-@pytest.mark.redis
 def test_a_breaker_opened_by_another_process_is_open_here(redis_state: Any) -> None:
     here = CircuitBreaker(redis_state())
     script = (
@@ -147,7 +146,7 @@ def test_a_breaker_opened_by_another_process_is_open_here(redis_state: Any) -> N
         "[b.failure('https://agent') for _ in range(5)]"
     )
     subprocess.run(
-        [sys.executable, "-c", script, REDIS_URL, redis_state.prefix], check=True, cwd=ROOT, timeout=60
+        [sys.executable, "-c", script, redis_state.url, redis_state.prefix], check=True, cwd=ROOT, timeout=60
     )
     with pytest.raises(AgentUnreachable, match="circuit breaker"):
         here.before("https://agent")

@@ -194,9 +194,10 @@ def fresh_prefix(cluster: bool = False) -> Iterator[str]:
     delete_under(redis_url(prefix), prefix)
 
 
-def wipe_state(prefix: str, scope: str = DEFAULT_SCOPE) -> None:
-    """Delete one scope's runtime state (documents, versions, counters), leaving tasks alone."""
-    client = make_client(redis_url(prefix), socket_timeout=5.0)
+def wipe_state(prefix: str, scope: str = DEFAULT_SCOPE, url: str | None = None) -> None:
+    """Delete one scope's runtime state (documents, versions, counters), leaving tasks alone (on ``url``, or
+    the store :func:`redis_url` names for the prefix)."""
+    client = make_client(url or redis_url(prefix), socket_timeout=5.0)
     try:
         for key in (
             keys.documents(prefix, scope),
@@ -208,9 +209,9 @@ def wipe_state(prefix: str, scope: str = DEFAULT_SCOPE) -> None:
         client.close()
 
 
-def stored(prefix: str, kind: str, scope: str = DEFAULT_SCOPE) -> dict[str, Any]:
-    """Every stored document of ``kind`` in a scope, by id, read straight from Redis."""
-    client = make_client(redis_url(prefix), socket_timeout=5.0)
+def stored(prefix: str, kind: str, scope: str = DEFAULT_SCOPE, url: str | None = None) -> dict[str, Any]:
+    """Every stored document of ``kind`` in a scope, by id, read straight from Redis (``url`` as above)."""
+    client = make_client(url or redis_url(prefix), socket_timeout=5.0)
     try:
         everything = client.hgetall(keys.documents(prefix, scope))
     finally:

@@ -15,7 +15,6 @@ import pytest
 
 from quineling.runtime.errors import QuinelingError
 from tests.concurrency.support import fire_threads, one_acknowledgement, one_winner, stored, wipe_state
-from tests.conftest import REDIS_URL, needs_redis
 from tests.runtime.test_ranch_support import (
     SUM_CREDITS,
     admission,
@@ -35,18 +34,18 @@ from tests.support.http_bindings import JsonRpc
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import data, runtime_outcome, user_message
 
-pytestmark = [pytest.mark.redis, pytest.mark.slow, needs_redis]
+pytestmark = pytest.mark.slow
 
 CLIENTS = 12
 WORKERS = 4
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LiveServer]:
+def server(redis_store_url: str) -> Iterator[LiveServer]:
     """One 4-worker server for the module; its access log names the worker pid of every request."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GUNICORN_CMD_ARGS", "--access-logformat 'pid=%(p)s %(r)s'")
-        with live_server(store_url=REDIS_URL, workers=WORKERS, access_log=1, log_format="text") as live:
+        with live_server(store_url=redis_store_url, workers=WORKERS, access_log=1, log_format="text") as live:
             yield live
 
 
@@ -73,7 +72,9 @@ class HttpRuntime:
 
 @pytest.fixture
 def rt(server: LiveServer) -> HttpRuntime:
-    wipe_state(server.prefix)  # one world per runtime: every test starts from an empty scope
+    wipe_state(
+        server.prefix, url=server.store_url
+    )  # one world per runtime: every test starts from an empty scope
     return HttpRuntime(server)
 
 
@@ -113,7 +114,7 @@ def test_same_proposal_over_http_births_once(rt: HttpRuntime) -> None:
         rid: energy - 30 for rid, energy in held.items()
     }
     assert call(rt, operation="lineage")["derivations"] == [ack["derivation"]]
-    assert list(stored(rt.server.prefix, "receipt")) == [ack["requestId"]]
+    assert list(stored(rt.server.prefix, "receipt", url=rt.server.store_url)) == [ack["requestId"]]
     late = admission(
         value, candidate, "http-late", {**world_target(snap), "expectedRevision": after["revision"]}
     )

@@ -21,14 +21,14 @@ import requests
 
 from quineling.auth.keyfile import add_key, revoke_keys
 from quineling.auth.watch import ParseError
-from tests.conftest import REDIS_URL, needs_redis
+from tests.conftest import REDIS_ONLY
 from tests.e2e.client import traced_server
 from tests.support.http_bindings import BINDINGS, Binding, CallFailed, expect_not_found, headers
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import SQUARE_SUM, data, result_of, text, user_message
 from tests.support.tokens import AUDIENCE, ISSUER, SigningKey, jwks
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+pytestmark = pytest.mark.slow
 WORKERS = 3
 RSA, EC = SigningKey.rsa(), SigningKey.ec()
 SWEEP = 12  # fresh-connection requests that must all agree, so every worker has answered
@@ -44,9 +44,9 @@ def credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def server(credentials: dict[str, Any]) -> Iterator[LiveServer]:
+def server(credentials: dict[str, Any], redis_store_url: str) -> Iterator[LiveServer]:
     with traced_server(
-        store_url=REDIS_URL,
+        store_url=redis_store_url,
         workers=WORKERS,
         threads=4,
         auth_keys_file=str(credentials["keys"]),
@@ -63,7 +63,7 @@ def other(server: LiveServer, credentials: dict[str, Any]) -> Iterator[LiveServe
     """A second gunicorn master on the same store prefix and credentials: what is sent to it is served by another
     process by construction (which worker of one master takes a fresh connection is the kernel's choice)."""
     with live_server(
-        store_url=REDIS_URL,
+        store_url=server.store_url,
         share_with=server,
         auth_keys_file=str(credentials["keys"]),
         auth_jwks=str(credentials["jwks"]),
@@ -131,6 +131,7 @@ def test_jwts_signed_with_rsa_and_ec_keys(server: LiveServer) -> None:
     assert BINDINGS["rest"](server, token=EC.token("dana")).get_task(mine["id"])["id"] == mine["id"]
 
 
+@REDIS_ONLY  # every worker watches the keys file itself: the store plays no part
 def test_keys_added_and_revoked_while_the_workers_run(
     server: LiveServer, credentials: dict[str, Any]
 ) -> None:
@@ -155,6 +156,7 @@ def test_keys_added_and_revoked_while_the_workers_run(
     every_worker_answers(server, dave, 401)
 
 
+@REDIS_ONLY  # the same per-worker keys-file check ends the stream
 def test_an_open_stream_ends_when_its_key_is_revoked(server: LiveServer, credentials: dict[str, Any]) -> None:
     keys: Path = credentials["keys"]
     frank = add_key(keys, "frank")

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from tests.conftest import ON_CLUSTER
 from tests.e2e.test_stream_flood import Stream, exited, waiting_task, within
+from tests.support import redis_cluster
 from tests.support.live import free_port, live_server
 from tests.support.redis_server import REDIS_SERVER, needs_redis_server
 
@@ -87,6 +89,55 @@ def test_a_store_unreachable_at_start_up_is_reported_and_recovered_from(
         listing = requests.get(server.url("/a2a/rest/tasks"), headers={"A2A-Version": "1.0"}, timeout=5)
         assert listing.status_code == 200
         assert PASSWORD not in server.log_text()  # nowhere in the log, master's or workers'
+
+
+@pytest.fixture
+def private_cluster() -> Iterator[redis_cluster.LocalCluster]:
+    """A three-master cluster on free ports, not started yet (stopped and removed after)."""
+    cluster = redis_cluster.LocalCluster(redis_cluster.free_ports(3))
+    yield cluster
+    cluster.stop()
+
+
+@needs_redis_server  # the private cluster's nodes
+@pytest.mark.parametrize("_", [pytest.param("cluster", marks=ON_CLUSTER)])
+def test_a_cluster_unreachable_at_start_up_is_reported_and_recovered_from(
+    private_cluster: redis_cluster.LocalCluster, _: str
+) -> None:
+    """As above on a Redis Cluster, whose client reads the slot map when it is made: the workers start anyway
+    (they used to die at boot), and a cluster that goes away entirely later is the retryable 503 again."""
+    url = private_cluster.url
+    with live_server(
+        store_url=url,
+        workers=2,
+        ready_path="/healthz",
+        redis_connect_timeout_seconds=0.5,
+        forget_keys=False,  # the cluster is stopped at the end, and removed after
+    ) as server:
+        log = server.log_text()
+        (line,) = banner_lines(log)
+        assert f"| store {url} |" in line
+        errors = [entry for entry in log.splitlines() if "cannot be reached at start-up" in entry]
+        assert len(errors) == 1 and "ConnectionRefusedError" in errors[0], log
+        ready = requests.get(server.url("/readyz"), timeout=10)
+        assert ready.status_code == 503 and ready.json()["status"] == "unavailable"
+        listing = requests.get(server.url("/a2a/rest/tasks"), headers={"A2A-Version": "1.0"}, timeout=10)
+        assert listing.status_code == 503 and listing.json()["error"]["status"] == "UNAVAILABLE"
+
+        private_cluster.ensure()
+
+        def ready_now() -> bool:
+            return requests.get(server.url("/readyz"), timeout=10).status_code == 200
+
+        within(30, ready_now)
+        listing = requests.get(server.url("/a2a/rest/tasks"), headers={"A2A-Version": "1.0"}, timeout=10)
+        assert listing.status_code == 200
+        # Every node gone: the client's reread of the slot map finds none, which is the retryable 503 too.
+        for port in private_cluster.ports:
+            private_cluster.kill(port)
+        listing = requests.get(server.url("/a2a/rest/tasks"), headers={"A2A-Version": "1.0"}, timeout=30)
+        assert listing.status_code == 503 and listing.json()["error"]["status"] == "UNAVAILABLE"
+        assert "Traceback" not in server.log_text()
 
 
 def test_the_banner_then_sigterm_finishes_the_request_in_flight_and_ends_open_streams_cleanly() -> None:

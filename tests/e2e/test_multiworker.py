@@ -10,27 +10,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import ON_CLUSTER, REDIS_URL, cluster_url, needs_redis
 from tests.e2e.client import WorkerTrace, traced_server
 from tests.support.http_bindings import BINDINGS, Binding, CallFailed
 from tests.support.live import LiveServer
 from tests.support.messages import SQUARE_SUM, result_of, text, user_message
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis]
+pytestmark = pytest.mark.slow
 WORKERS = 4
 PAUSE = 0.02
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param("redis", marks=needs_redis),
-        pytest.param("cluster", marks=ON_CLUSTER),  # the same flows on a three-master Redis Cluster
-    ],
-)
-def server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
-    store_url = cluster_url() if request.param == "cluster" else REDIS_URL
-    with traced_server(store_url=store_url, workers=WORKERS, threads=4) as live:
+@pytest.fixture(scope="module")
+def server(redis_store_url: str) -> Iterator[LiveServer]:
+    with traced_server(store_url=redis_store_url, workers=WORKERS, threads=4) as live:
         yield live
 
 

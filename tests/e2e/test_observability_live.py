@@ -21,12 +21,12 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import REDIS_URL, needs_redis
+from tests.conftest import REDIS_ONLY
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import data, text, user_message
 from tests.support.principals import keys_file
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+pytestmark = pytest.mark.slow
 TIMEOUT = 10
 
 
@@ -37,9 +37,9 @@ def token(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(token: dict[str, str]) -> Iterator[LiveServer]:
+def server(token: dict[str, str], redis_store_url: str) -> Iterator[LiveServer]:
     with live_server(
-        store_url=REDIS_URL, workers=2, access_log=1, auth_keys_file=token["file"], keepalive_seconds=1
+        store_url=redis_store_url, workers=2, access_log=1, auth_keys_file=token["file"], keepalive_seconds=1
     ) as live:
         yield live
 
@@ -188,6 +188,7 @@ def test_tokens_and_thoughts_never_reach_the_logs(server: LiveServer, token: dic
     log_lines(server)  # and every line is JSON
 
 
+@REDIS_ONLY  # the metrics of exited workers are files of the master, not the store
 def test_an_exited_worker_keeps_its_counts_and_drops_its_streams(
     server: LiveServer, token: dict[str, str]
 ) -> None:

@@ -9,21 +9,20 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import REDIS_URL, needs_redis
 from tests.e2e.client import traced_server
 from tests.support.http_bindings import TAG_HEADER
 from tests.support.live import live_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+pytestmark = pytest.mark.slow
 BUDGET, EXTRA, WORKERS = 20, 12, 3
 
 
-def test_concurrent_requests_over_three_workers_get_exactly_the_budget() -> None:
+def test_concurrent_requests_over_three_workers_get_exactly_the_budget(redis_store_url: str) -> None:
     """Half the requests go to a second master on the same store prefix, so the budget is shared across
     processes by construction (which worker of one master takes a connection is the kernel's choice)."""
     with (
-        traced_server(store_url=REDIS_URL, workers=WORKERS, rate_limit=f"{BUDGET}/minute") as server,
-        live_server(store_url=REDIS_URL, share_with=server, rate_limit=f"{BUDGET}/minute") as other,
+        traced_server(store_url=redis_store_url, workers=WORKERS, rate_limit=f"{BUDGET}/minute") as server,
+        live_server(store_url=redis_store_url, share_with=server, rate_limit=f"{BUDGET}/minute") as other,
     ):
         tags = [uuid.uuid4().hex for _ in range(BUDGET + EXTRA)]
 

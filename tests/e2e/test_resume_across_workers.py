@@ -15,20 +15,20 @@ from typing import Any
 import pytest
 import requests
 
-from tests.conftest import REDIS_URL, needs_redis
+from tests.conftest import REDIS_ONLY
 from tests.e2e.client import traced_server
 from tests.support.http_bindings import headers, new_tag
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import SQUARE_SUM, text, user_message
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+pytestmark = pytest.mark.slow
 LONG_POLL_SECONDS, KEY_TTL_SECONDS = 3, 4
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LiveServer]:
+def server(redis_store_url: str) -> Iterator[LiveServer]:
     with traced_server(
-        store_url=REDIS_URL,
+        store_url=redis_store_url,
         workers=4,
         keepalive_seconds=0.5,
         subscribe_max_seconds=20,
@@ -44,7 +44,7 @@ def other(server: LiveServer) -> Iterator[LiveServer]:
     """A second gunicorn master on the same store prefix: what is sent to it is served by another process by
     construction (how one master's workers share connections is up to the kernel and the worker class)."""
     with live_server(
-        store_url=REDIS_URL,
+        store_url=server.store_url,
         share_with=server,
         workers=2,
         keepalive_seconds=0.5,
@@ -184,6 +184,7 @@ def test_long_poll_wakes_on_another_process_change_and_times_out(
     assert answer["metadata"]["generation"] == 7 and at - sent_at < 1.5
 
 
+@REDIS_ONLY  # the waiter cap is each worker's own count
 def test_long_polls_beyond_the_waiter_cap_are_answered_at_once(server: LiveServer, tenant: str) -> None:
     """One waiter per worker (``max_long_polls=1``), four workers, six long-polls: at least two find their
     worker's waiter taken and are answered at once (pigeonhole), and at most four wait."""
@@ -232,6 +233,7 @@ def test_sixteen_identical_keyed_sends_on_two_servers_execute_once(
     assert listed["totalSize"] == 1  # one execution: one task
 
 
+@REDIS_ONLY  # claims refusing a changed body and lapsing: the conformance suite runs them on the cluster
 def test_a_changed_body_is_refused_and_keys_expire(server: LiveServer, tenant: str) -> None:
     key = {"Idempotency-Key": "once"}
     first = send(server, tenant, user_message(text(SQUARE_SUM)), **key).json()["task"]["id"]

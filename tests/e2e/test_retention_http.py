@@ -1,5 +1,5 @@
-"""Retention through real gunicorn workers over HTTP, on the memory store (1 worker) and on Redis (2 workers,
-requests alternating between them): with three records of a two-second lifetime, a fourth run is refused
+"""Retention through real gunicorn workers over HTTP, on the memory store (1 worker) and on Redis and the Redis
+Cluster (2 workers, requests alternating between them): with three records of a two-second lifetime, a fourth run is refused
 with the time the oldest frees a slot, and a run at that time succeeds again — on whichever worker."""
 
 from __future__ import annotations
@@ -11,25 +11,25 @@ from datetime import datetime
 
 import pytest
 
-from tests.conftest import REDIS_URL, needs_redis
+from tests.conftest import LIVE_STORES, store_url
 from tests.support.http_bindings import BINDINGS
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import SQUARE_SUM, data, result_of, runtime_outcome, user_message
 
 pytestmark = pytest.mark.slow
 TTL, LIMIT = 2, 3
-STORES = [
-    pytest.param(("memory://", 1), id="memory-1worker"),
-    pytest.param((REDIS_URL, 2), id="redis-2workers", marks=[pytest.mark.redis, needs_redis]),
-]
 FREES = re.compile(r"the oldest entry frees a slot at (\S+) \(in (\d+) s\)$")
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="module", params=LIVE_STORES)
 def server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
-    store_url, workers = request.param
+    kind = request.param
     with live_server(
-        store_url=store_url, workers=workers, threads=2, max_records=LIMIT, record_ttl_seconds=TTL
+        store_url=store_url(kind),
+        workers=1 if kind == "memory" else 2,  # the memory store is one process's
+        threads=2,
+        max_records=LIMIT,
+        record_ttl_seconds=TTL,
     ) as live:
         yield live
 

@@ -9,21 +9,20 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import REDIS_URL, needs_redis
 from tests.e2e.client import traced_server
 from tests.support.http_bindings import BINDINGS, Binding
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import SQUARE_SUM, result_of, text, user_message
 
-pytestmark = [pytest.mark.slow, pytest.mark.redis, needs_redis]
+pytestmark = pytest.mark.slow
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[LiveServer]:
+def server(redis_store_url: str) -> Iterator[LiveServer]:
     # Short keep-alives: a subscriber that went away is noticed (and its thread freed) quickly.
     with traced_server(
-        store_url=REDIS_URL, workers=3, threads=6, keepalive_seconds=0.5, subscribe_max_seconds=30
+        store_url=redis_store_url, workers=3, threads=6, keepalive_seconds=0.5, subscribe_max_seconds=30
     ) as live:
         yield live
 
@@ -51,7 +50,7 @@ def state_of(event: dict) -> str | None:
 def second_host(server: LiveServer) -> Iterator[LiveServer]:
     """Another gunicorn master on the same store prefix: requests sent to it are served by another process by
     construction (how one master's workers share connections is up to the kernel and the worker class)."""
-    with live_server(store_url=REDIS_URL, share_with=server, keepalive_seconds=0.5) as live:
+    with live_server(store_url=server.store_url, share_with=server, keepalive_seconds=0.5) as live:
         yield live
 
 

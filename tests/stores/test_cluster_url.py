@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from redis import exceptions as rex
 
 from stores import BACKENDS, MemoryBackend, RedisBackend, redis_connection
-from stores.redis_connection import cluster_auth, cluster_nodes
+from stores.errors import StoreError, StoreUnavailable
+from stores.redis_connection import Connection, LazyCluster, cluster_auth, cluster_nodes
+from tests.support.live import free_port
 
 
 def test_both_cluster_schemes_pick_the_redis_backend() -> None:
@@ -58,3 +63,52 @@ def test_the_cluster_client_gets_our_deadlines_tls_and_credentials(monkeypatch: 
     assert (options["socket_connect_timeout"], options["socket_timeout"]) == (0.5, 1.5)
     assert options["require_full_coverage"] is False  # other primaries serve while one is down
     assert [(node.host, node.port) for node in options["startup_nodes"]] == [("h", 1), ("h", 2)]  # type: ignore[attr-defined]
+
+
+def test_a_backend_on_a_cluster_that_is_down_is_made_and_answers_the_retryable_error() -> None:
+    """redis-py's cluster client reads the slot map when it is made and raises when no node answers; the
+    backend makes its client on first use, so a server whose cluster is down at start-up still starts
+    (tests/e2e/test_lifecycle_live.py shows it recover once the cluster is up)."""
+    url = f"redis+cluster://127.0.0.1:{free_port()},127.0.0.1:{free_port()}"
+    backend = RedisBackend(url, prefix="qt-down", socket_connect_timeout=0.5)
+    try:
+        assert backend.connection.cluster
+        with pytest.raises(StoreUnavailable, match="cannot be reached"):
+            backend.ping()
+        with pytest.raises(StoreUnavailable, match="cannot be reached"):
+            backend.state_store().read("alice", [("doc", "x")])
+    finally:
+        backend.close()  # closing a client never made connects to nothing
+
+
+class Failing:
+    """A stand-in cluster client whose every command raises ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def get(self, *_: Any) -> None:
+        raise self.error
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("error", "retryable"),
+    [
+        # what the cluster client raises when rereading the slot map after a connection error finds no node
+        (
+            rex.RedisClusterException("Redis Cluster cannot be connected. Please provide at least one ..."),
+            True,
+        ),
+        (rex.SlotNotCoveredError('Slot "7" not covered by the cluster.'), True),
+        (rex.RedisClusterException("Keys in request don't hash to the same slot"), False),
+    ],
+)
+def test_the_cluster_clients_own_failures_become_store_errors(error: Exception, retryable: bool) -> None:
+    """Not RedisErrors in redis-py: without this mapping they reached the request as an unhandled exception."""
+    connection = Connection(LazyCluster(lambda: Failing(error)))  # type: ignore[arg-type, return-value]
+    with pytest.raises(StoreError) as raised:
+        connection.command("get", "k", repeatable=True)
+    assert isinstance(raised.value, StoreUnavailable) is retryable

@@ -34,6 +34,7 @@ class LiveServer:
     prefix: str
     log: Path
     pid: int = 0  # the gunicorn master's
+    store_url: str = "memory://"
 
     @property
     def port(self) -> int:
@@ -60,12 +61,14 @@ def live_server(
     threads: int = 8,
     share_with: LiveServer | None = None,
     ready_path: str = "/readyz",
+    forget_keys: bool = True,
     **settings: str | int,
 ) -> Iterator[LiveServer]:
     """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars.
     It is up once ``ready_path`` answers 200 (``/healthz`` for a server whose store is not there yet).
 
     ``share_with`` starts a second host on the same store prefix as a running server (its owner deletes the keys).
+    ``forget_keys=False``: leave the keys (a private store that the test removes, or has stopped, itself).
     """
     port = free_port()
     prefix = share_with.prefix if share_with else f"qlive-{uuid.uuid4().hex[:10]}"
@@ -90,7 +93,7 @@ def live_server(
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid)
+    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid, store_url)
     try:
         _wait_ready(server, proc, workers, ready_path)
         yield server
@@ -101,8 +104,12 @@ def live_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        if share_with is None and store_url.startswith(
-            ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+        if (
+            forget_keys
+            and share_with is None
+            and store_url.startswith(
+                ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+            )
         ):
             delete_under(store_url, prefix)
         log.unlink(missing_ok=True)

@@ -14,8 +14,10 @@ is down, the others keep serving their slots (what a deployment without replicas
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +36,26 @@ def available() -> bool:
     return REDIS_SERVER is not None and REDIS_CLI is not None
 
 
+def free_ports(count: int) -> tuple[int, ...]:
+    """Ports for a private cluster of ``count`` nodes: each free, and its cluster bus port (+10000) too."""
+    found: list[int] = []
+    for port in random.sample(range(7200, 8000), 800):  # clear of the shared and fault clusters' ports
+        if all(_free(p) for p in (port, port + 10000)):
+            found.append(port)
+            if len(found) == count:
+                return tuple(found)
+    raise RuntimeError("no free ports for a private cluster")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 class LocalCluster:
     def __init__(self, ports: tuple[int, ...] = SHARED_PORTS, *, aof: bool = False) -> None:
         self.ports = ports
@@ -47,8 +69,10 @@ class LocalCluster:
         return DATA_ROOT / f"qcluster-{port}"
 
     def node(self, port: int, timeout: float = 1.0) -> redis.Redis:
+        # retry=None: redis-py's default repeats a refused connect with backoff for seconds, which made every
+        # "is it down yet" probe after a kill wait that long.
         return redis.Redis(
-            host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout
+            host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout, retry=None
         )
 
     def answers(self, port: int) -> bool:
