@@ -32,7 +32,7 @@ from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
-from quineling.config import Settings, authenticator, load_settings, trusted_networks
+from quineling.config import Settings, authenticator, load_settings, tls_store, trusted_networks
 from quineling.observe import metrics
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
@@ -227,6 +227,20 @@ def _store_options(settings: Settings) -> dict[str, Any]:
         "socket_connect_timeout": settings.redis_connect_timeout_seconds,
         "socket_timeout": settings.redis_timeout_seconds,
         "max_block_seconds": settings.keepalive_seconds,
+        **store_tls_options(settings),
+    }
+
+
+def store_tls_options(settings: Settings) -> dict[str, Any]:
+    """The Redis client's TLS options for a ``rediss://`` or ``rediss+cluster://`` store (none for another):
+    the server's certificate and host name verified, against ``QUINELING_REDIS_CA_FILE`` or else the system's
+    CAs. Spelled out although redis-py 8 defaults to them, so no driver default can loosen them."""
+    if not tls_store(settings):
+        return {}
+    return {
+        "ssl_cert_reqs": "required",
+        "ssl_check_hostname": True,
+        "ssl_ca_certs": settings.redis_ca_file or None,
     }
 
 

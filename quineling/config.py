@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
 from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
@@ -41,6 +41,9 @@ class Settings:
     # top; stores/redis.py). A stalled server fails a request after this long instead of holding it.
     redis_connect_timeout_seconds: float = 2.0
     redis_timeout_seconds: float = 5.0
+    # CA certificates (a PEM file) a TLS store URL's server certificate must chain to; empty: the system's
+    # trust store. Verification of the certificate and its host name is always on (docs/deployment.md).
+    redis_ca_file: str = ""
     # Tenants served besides the default (empty) one: comma-separated names, or "*" for any. Task capacity
     # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
     tenants: str = ""
@@ -215,6 +218,7 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"QUINELING_READ_CACHE_ENTRIES must be 0 (off) or positive (got {settings.read_cache_entries})"
         )
+    _validate_redis_tls(settings)
     for name in ("redis_connect_timeout_seconds", "redis_timeout_seconds"):
         if getattr(settings, name) > MAX_REDIS_TIMEOUT:
             raise ConfigError(
@@ -247,6 +251,46 @@ def _validate(settings: Settings) -> None:
     _validate_rate_limits(settings)
     _validate_workers(settings)
     _validate_auth(settings)
+
+
+# --- TLS to Redis (QUINELING_REDIS_CA_FILE; quineling/app.py store_tls_options) ----------------------------
+
+TLS_STORE_SCHEMES = ("rediss", "rediss+cluster")
+# Query options of a rediss:// URL that redis-py would apply over ours: they could turn verification off or
+# trust other CAs than the setting says. (A cluster URL takes no query at all.)
+_TLS_QUERY_OPTIONS = frozenset(
+    {"ssl_cert_reqs", "ssl_check_hostname", "ssl_ca_certs", "ssl_ca_path", "ssl_ca_data"}
+)
+
+
+def tls_store(settings: Settings) -> bool:
+    """Whether the store URL is Redis over TLS (``rediss://`` or ``rediss+cluster://``)."""
+    return settings.store_url.split("://", 1)[0].lower() in TLS_STORE_SCHEMES
+
+
+def _validate_redis_tls(settings: Settings) -> None:
+    if settings.redis_ca_file:
+        if not tls_store(settings):
+            raise ConfigError(
+                "QUINELING_REDIS_CA_FILE is set, but QUINELING_STORE_URL is not Redis over TLS "
+                "(rediss:// or rediss+cluster://)"
+            )
+        try:
+            text = Path(settings.redis_ca_file).read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"QUINELING_REDIS_CA_FILE {settings.redis_ca_file}: {_reason(exc)}") from None
+        if "-----BEGIN CERTIFICATE-----" not in text:
+            raise ConfigError(
+                f"QUINELING_REDIS_CA_FILE {settings.redis_ca_file}: no PEM certificate in it "
+                "(-----BEGIN CERTIFICATE-----)"
+            )
+    if tls_store(settings):
+        named = {name.lower() for name, _ in parse_qsl(urlsplit(settings.store_url).query)}
+        if named & _TLS_QUERY_OPTIONS:
+            raise ConfigError(
+                f"QUINELING_STORE_URL must not set {', '.join(sorted(named & _TLS_QUERY_OPTIONS))}: the server's "
+                "certificate is always verified, against QUINELING_REDIS_CA_FILE (or the system's CAs)"
+            )
 
 
 # --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----

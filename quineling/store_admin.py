@@ -17,7 +17,7 @@ from typing import TextIO
 from urllib.parse import unquote
 
 from quineling.a2a.context import CallContext
-from quineling.app import runtime_env, task_limits
+from quineling.app import runtime_env, store_tls_options, task_limits
 from quineling.auth.keyfile import ANONYMOUS
 from quineling.config import ConfigError, Settings, load_settings
 from quineling.runtime.context import QUOTA_LIMITS, utc_time
@@ -138,7 +138,9 @@ def _with_backend(run: Callable[[Backend, Settings], int]) -> int:
     except ConfigError as exc:
         print(f"quineling: {exc}", file=sys.stderr)
         return 2
-    backend = backend_from_url(settings.store_url, prefix=settings.store_prefix)
+    backend = backend_from_url(
+        settings.store_url, prefix=settings.store_prefix, **store_tls_options(settings)
+    )
     try:
         if backend.local:
             print(f"quineling store: {MEMORY_UNREACHABLE}", file=sys.stderr)

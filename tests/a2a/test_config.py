@@ -63,6 +63,48 @@ def test_invalid_settings_name_the_variable(env: dict[str, str], needle: str) ->
 
 
 @pytest.mark.parametrize(
+    ("store_url", "ca_text", "needle"),
+    [
+        ("redis://127.0.0.1:6379/0", "pem", "is not Redis over TLS"),
+        ("memory://", "pem", "is not Redis over TLS"),
+        ("rediss://127.0.0.1:6380/0", None, "No such file"),
+        ("rediss+cluster://127.0.0.1:6380", "not a certificate", "no PEM certificate"),
+    ],
+)
+def test_a_redis_ca_file_needs_a_tls_store_and_a_pem_certificate(
+    tmp_path: Path, store_url: str, ca_text: str | None, needle: str
+) -> None:
+    ca = tmp_path / "ca.pem"
+    if ca_text is not None:
+        pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+        ca.write_text(pem if ca_text == "pem" else ca_text)
+    with pytest.raises(ConfigError, match=f"QUINELING_REDIS_CA_FILE.*{needle}"):
+        load_settings(env={"QUINELING_STORE_URL": store_url, "QUINELING_REDIS_CA_FILE": str(ca)})
+
+
+@pytest.mark.parametrize(
+    "query", ["ssl_cert_reqs=none", "ssl_check_hostname=false", "ssl_ca_certs=/etc/x.pem"]
+)
+def test_a_tls_store_url_cannot_loosen_or_redirect_verification(query: str) -> None:
+    with pytest.raises(ConfigError, match="QUINELING_STORE_URL must not set ssl_.*always verified"):
+        load_settings(env={"QUINELING_STORE_URL": f"rediss://127.0.0.1:6380/0?{query}"})
+
+
+def test_the_tls_options_reach_the_client(tmp_path: Path) -> None:
+    """A rediss:// store's connections verify the certificate and host name against the CA file."""
+    from quineling.app import create_app
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    config = {"store_url": "rediss://127.0.0.1:1/0", "redis_ca_file": str(ca)}  # never contacted
+    backend = create_app(config=config).extensions["quineling"].extras["backend"]
+    for client in (backend.connection.shared, backend.connection.blocking):
+        options = client.connection_pool.connection_kwargs
+        assert (options["ssl_cert_reqs"], options["ssl_check_hostname"]) == ("required", True)
+        assert options["ssl_ca_certs"] == str(ca)
+
+
+@pytest.mark.parametrize(
     ("store_url", "entries", "cached"),
     [("memory://", 4096, False), ("redis://fake", 4096, True), ("redis://fake", 0, False)],
 )

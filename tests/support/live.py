@@ -111,7 +111,9 @@ def live_server(
                 ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
             )
         ):
-            delete_under(store_url, prefix)
+            # A TLS store signed by a test CA (tests/support/redis_tls.py) needs that CA to be reached.
+            ca_file = settings.get("redis_ca_file")
+            delete_under(store_url, prefix, **({"ssl_ca_certs": str(ca_file)} if ca_file else {}))
         log.unlink(missing_ok=True)
 
 

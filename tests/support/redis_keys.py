@@ -42,9 +42,10 @@ def snapshot(client: Any, prefix: str) -> dict[bytes, tuple[str, Any]]:
     return state
 
 
-def delete_under(url: str, *prefixes: str) -> None:
-    """Delete every key under each of ``prefixes`` on the Redis server at ``url``."""
-    client = make_client(url, socket_timeout=5.0)  # a cluster's scan_iter walks every primary
+def delete_under(url: str, *prefixes: str, **options: Any) -> None:
+    """Delete every key under each of ``prefixes`` on the Redis server at ``url`` (``options``: the client's,
+    e.g. ``ssl_ca_certs`` for a TLS server signed by a test CA)."""
+    client = make_client(url, socket_timeout=5.0, **options)  # a cluster's scan_iter walks every primary
     try:
         for prefix in prefixes:
             for key in client.scan_iter(match=keys.all_keys_pattern(prefix), count=1000):
