@@ -23,12 +23,7 @@ from quineling.client import (
     Timeouts,
 )
 from quineling.client.retry import RetryPolicy
-<<<<<<< HEAD
 from tests.client.fault_server import FaultServer, Reply, Request, agent_server, fault_server
-from tests.conftest import REDIS_URL, needs_redis
-=======
-from tests.client.fault_server import Reply, Request, card_for, fault_server
->>>>>>> i16e2e
 from tests.support.redis_keys import delete_under
 
 ROOT = Path(__file__).resolve().parents[2]
