@@ -26,6 +26,7 @@ from quineling.a2a.endpoints import (
     under,
 )
 from quineling.a2a.executor import Dispatcher
+from quineling.a2a.lean_jsonrpc import LeanJsonRpc
 from quineling.a2a.long_poll import LongPoll
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
@@ -157,9 +158,19 @@ def create_app(
             # Any authenticated principal may scrape: the metrics hold counts, never a principal's data.
             also=() if settings.metrics_public else (METRICS_PATH,),
         )
-    _install_rate_limit(app, settings, backend)  # after authentication: it counts per principal
+    limiter = _install_rate_limit(app, settings, backend)  # after authentication: it counts per principal
     # The guard's media-type rule after authentication, as every other check of a request's content.
     app.before_request(guard.refuse_simple_request)
+    if settings.lean_jsonrpc:
+        # In front of Flask, for the common JSON-RPC call; everything else passes through to the hooks above.
+        app.wsgi_app = LeanJsonRpc(  # type: ignore[method-assign]
+            app.wsgi_app,
+            app.extensions[EXTENSION_NAME],
+            guard,
+            credentials,
+            limiter,
+            trusted_networks(settings.trusted_proxies),
+        )
     return app
 
 
@@ -184,19 +195,23 @@ class _App(Flask):
         return sync
 
 
-def _install_rate_limit(app: Flask, settings: Settings, backend: Backend | None) -> None:
+def _install_rate_limit(
+    app: Flask, settings: Settings, backend: Backend | None
+) -> rate_limit.RateLimiter | None:
     configured = rate_limit.parse_limits(settings.rate_limit)
     if not configured:
-        return
+        return None
     # On the configured backend, so every worker of every host shares the counts; injected stores come
     # without a backend, and count in this process.
     counter = backend.rate_counter() if backend is not None else MemoryRateCounter()
+    limiter = rate_limit.RateLimiter(configured, counter)
     rate_limit.install(
         app,
-        rate_limit.RateLimiter(configured, counter),
+        limiter,
         trusted_proxies=trusted_networks(settings.trusted_proxies),
         exempt=[CARD_PATH, HEALTH_PATH, READY_PATH, METRICS_PATH],
     )
+    return limiter
 
 
 def _scope_registry(settings: Settings, backend: Backend | None) -> ScopeRegistry | None:

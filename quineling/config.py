@@ -50,6 +50,9 @@ class Settings:
     legacy_compat: bool = True
     # Off: header-less discovery gets the pure 1.0 card, e.g. for a strict-schema TCK run (docs/compat-v03.md).
     card_superset: bool = True
+    # Off: every JSON-RPC call goes through Flask, none through the lean path (docs/performance.md); answers are
+    # the same either way, so this is for measuring and for ruling the lean path out.
+    lean_jsonrpc: bool = True
     request_limit_bytes: int = 2 * MIB
     task_max: int = 128
     task_max_bytes: int = 64 * MIB

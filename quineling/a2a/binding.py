@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
 from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots, stop_probe
 from quineling.a2a.versions import normalize_version
+from quineling.auth import Principal
 from quineling.config import Settings
 
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
@@ -81,31 +83,49 @@ def check_version(binding: str, version: str) -> None:
         )
 
 
-def requested_extensions(*headers: str) -> tuple[str, ...]:
-    for name in headers:
-        value = request.headers.get(name)
-        if value:
-            return tuple(item.strip() for item in value.split(",") if item.strip())
-    return ()
-
-
 def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext:
+    environ = request.environ
+    return make_call_context(
+        environ,
+        tenant,
+        version,
+        authenticated_principal(),
+        state().tenants,
+        ("HTTP_X_A2A_EXTENSIONS", "HTTP_A2A_EXTENSIONS") if legacy else ("HTTP_A2A_EXTENSIONS",),
+    )
+
+
+def make_call_context(
+    environ: Mapping[str, Any],
+    tenant: Any,
+    version: str,
+    principal: Principal | None,
+    served: frozenset[str] | None,
+    extension_headers: tuple[str, ...] = ("HTTP_A2A_EXTENSIONS",),
+) -> CallContext:
+    """The call context of a request, from its WSGI environ (headers as ``HTTP_*`` keys): shared by the Flask
+    bindings and the lean JSON-RPC path (quineling/a2a/lean_jsonrpc.py)."""
     if tenant is not None and not isinstance(tenant, str):
         raise InvalidParamsError("tenant must be a string")
-    served = state().tenants
     if tenant and served is not None and tenant not in served:
         # Clients copy the tenant from an advertised interface; an unknown one would also open a fresh task
         # budget per name, since capacity is per tenant.
         raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
-    headers = ("X-A2A-Extensions", "A2A-Extensions") if legacy else ("A2A-Extensions",)
-    principal = authenticated_principal()
     who = {} if principal is None else {"principal": principal.scope_id, "user": principal.scope_id}
     return CallContext(
         tenant=tenant or "",
         requested_version=version,
-        extensions=requested_extensions(*headers),
-        should_stop=stop_probe(request.environ),
-        last_event_id=request.headers.get("Last-Event-ID"),
-        idempotency_key=request.headers.get("Idempotency-Key"),
+        extensions=_extensions(environ, extension_headers),
+        should_stop=stop_probe(environ),
+        last_event_id=environ.get("HTTP_LAST_EVENT_ID"),
+        idempotency_key=environ.get("HTTP_IDEMPOTENCY_KEY"),
         **who,
     )
+
+
+def _extensions(environ: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
+    for key in keys:
+        value = environ.get(key)
+        if value:
+            return tuple(item.strip() for item in value.split(",") if item.strip())
+    return ()

@@ -68,6 +68,11 @@ def read_limited(limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def mark_read(environ: dict[str, Any]) -> None:
+    """Say that the body was read to its end (by the lean JSON-RPC path, before it handed the request on)."""
+    environ[_READ_TO_END] = True
+
+
 def close_if_unread(response: Response) -> Response:
     """After every request (``app.after_request``): a body that was not read to its end — refused before
     reading (a bad Content-Type, an unknown route, a foreign Host) or while reading (too large) — is not left

@@ -160,6 +160,8 @@ def endpoint() -> Response:
                 ),
                 lambda error: _error(rpc_id, error, error.to_jsonrpc()),
             )
+        if not method.streaming:
+            return _json(answer(method, app_state.service, params, ctx, rpc_id))
         result = method.call(app_state.service, params, ctx)
     except _Reject as reject:
         return _error(reject.rpc_id, reject.error, reject.error.to_jsonrpc(), reject.http_status)
@@ -168,10 +170,20 @@ def endpoint() -> Response:
         observation.note_error(error)
         rendered = compat.error(error) if compat is not None else error.to_jsonrpc()
         return _json(_envelope(rpc_id, error=rendered))
-    if method.streaming:
-        return _stream(result, rpc_id, lambda e: e.to_jsonrpc())
+    return _stream(result, rpc_id, lambda e: e.to_jsonrpc())
+
+
+def answer(method: Method, service: A2AService, params: dict[str, Any], ctx: CallContext, rpc_id: Any) -> Any:
+    """The envelope answering a non-streaming 1.0 call, its outcome noted: what the Flask endpoint and the lean
+    path (quineling/a2a/lean_jsonrpc.py) both send."""
+    try:
+        result = method.call(service, params, ctx)
+    except Exception as exc:  # noqa: BLE001 - every failure is answered as a JSON-RPC error
+        error = as_a2a_error(exc)
+        observation.note_error(error)
+        return _envelope(rpc_id, error=error.to_jsonrpc())
     observation.note_result(result)
-    return _json(_envelope(rpc_id, result=result))
+    return _envelope(rpc_id, result=result)
 
 
 def _error(rpc_id: Any, error: A2AError, rendered: Any, http_status: int = 200) -> Response:

@@ -36,6 +36,7 @@ from quineling.a2a.endpoints import (
     under,
 )
 from quineling.a2a.errors import A2AError
+from quineling.auth import Principal
 from quineling.observe import metrics, notes
 
 log = logging.getLogger("quineling.request")
@@ -106,6 +107,40 @@ def _where(path: str, http_method: str, endpoint: str | None) -> tuple[str, str]
     return "other", notes.NO_METHOD
 
 
+def record(
+    current: notes.RequestNotes,
+    *,
+    status: int,
+    seconds: float,
+    client: str | None,
+    principal: Principal | None,
+    http_method: str,
+    path: str,
+) -> None:
+    """Count, time and log one answered request (the Flask hook's and the lean JSON-RPC path's one place)."""
+    outcome = current.outcome or ("ok" if status < 400 else f"HTTP_{status}")
+    metrics.record_request(current.binding, current.method, outcome, seconds)
+    if status == 429 and current.binding in A2A_BINDINGS:
+        metrics.record_rate_limited(current.binding)
+    quiet = current.binding in ("health", "metrics") and status < 400
+    fields = {
+        "request_id": current.request_id,
+        "client": client,
+        "principal": None if principal is None else principal.scope_id,
+        "binding": current.binding,
+        "method": current.method,
+        "outcome": outcome,
+        "status": status,
+        "task_id": current.task_id,
+        "operation": current.operation,
+        "http_method": http_method,
+        "path": path,
+        "duration_seconds": round(seconds, 6),
+    }
+    extra = {key: value for key, value in fields.items() if value is not None}
+    log.log(logging.DEBUG if quiet else logging.INFO, "request", extra=extra)
+
+
 def install(app: Flask) -> None:
     """Register the hooks; call before any other hook is registered (see the module docstring)."""
 
@@ -121,33 +156,18 @@ def install(app: Flask) -> None:
         if current is None:  # a response made before the first hook ran (none is expected)
             return response
         started = request.environ.get(_STARTED, time.perf_counter())
-        seconds = time.perf_counter() - started
-        status = response.status_code
-        outcome = current.outcome or ("ok" if status < 400 else f"HTTP_{status}")
-        metrics.record_request(current.binding, current.method, outcome, seconds)
-        if status == 429 and current.binding in A2A_BINDINGS:
-            metrics.record_rate_limited(current.binding)
         response.headers[REQUEST_ID_HEADER] = current.request_id
         if current.task_id is None and request.view_args:
             notes.note_task(request.view_args.get("task_id"))
-        principal = authenticated_principal()
-        quiet = current.binding in ("health", "metrics") and status < 400
-        fields = {
-            "request_id": current.request_id,
-            "client": request.remote_addr,
-            "principal": None if principal is None else principal.scope_id,
-            "binding": current.binding,
-            "method": current.method,
-            "outcome": outcome,
-            "status": status,
-            "task_id": current.task_id,
-            "operation": current.operation,
-            "http_method": request.method,
-            "path": request.path,
-            "duration_seconds": round(seconds, 6),
-        }
-        extra = {key: value for key, value in fields.items() if value is not None}
-        log.log(logging.DEBUG if quiet else logging.INFO, "request", extra=extra)
+        record(
+            current,
+            status=response.status_code,
+            seconds=time.perf_counter() - started,
+            client=request.remote_addr,
+            principal=authenticated_principal(),
+            http_method=request.method,
+            path=request.path,
+        )
         return response
 
     @app.teardown_request

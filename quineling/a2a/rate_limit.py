@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from quineling.a2a.client_address import Network, client_address, client_key
 from quineling.a2a.endpoints import JSONRPC_PATH, under
 from quineling.a2a.errors import A2AError, UnavailableError, store_failure
 from quineling.a2a.sse import compact
+from quineling.auth import Principal
 from stores.errors import StoreError
 from stores.rate_counters import RateCounter, Window, WindowCount
 
@@ -143,8 +144,11 @@ def install(
         if request.path in exempt_paths:
             return None
         identity = caller_identity(trusted_proxies)
+        # The lean JSON-RPC path (quineling/a2a/lean_jsonrpc.py) hands a refusal it counted over to this hook,
+        # which answers it: a request is counted once.
+        counted: Verdict | None = request.environ.get(VERDICT_KEY)
         try:
-            verdict = limiter.check(identity)
+            verdict = counted if counted is not None else limiter.check(identity)
         except StoreError as exc:
             failure = store_failure(exc)  # logged there: a warning line, or a traceback when not transient
             if not isinstance(failure, UnavailableError):  # a refused script, say: still no 500 from here
@@ -172,12 +176,20 @@ def install(
 
 def caller_identity(trusted_proxies: Sequence[Network]) -> str:
     """Whose budget a request spends: ``p:<principal>`` when authenticated, else ``a:<client address>``."""
-    principal = authenticated_principal()
+    return identity_of(request.environ, authenticated_principal(), trusted_proxies)
+
+
+def identity_of(
+    environ: Mapping[str, Any], principal: Principal | None, trusted_proxies: Sequence[Network]
+) -> str:
+    """:func:`caller_identity` from a WSGI environ (the lean JSON-RPC path has no Flask request)."""
     if principal is not None:
         return "p:" + principal.scope_id
-    peer = request.environ.get("REMOTE_ADDR", "")
-    forwarded = request.headers.getlist("X-Forwarded-For") if trusted_proxies else []
-    return "a:" + client_key(client_address(peer, forwarded, trusted_proxies))
+    peer = environ.get("REMOTE_ADDR", "")
+    # The server joins repeated X-Forwarded-For headers into one value, as werkzeug then reads it.
+    forwarded = environ.get("HTTP_X_FORWARDED_FOR")
+    hops = [forwarded] if trusted_proxies and forwarded is not None else []
+    return "a:" + client_key(client_address(peer, hops, trusted_proxies))
 
 
 def _refusal(error: A2AError, status: int) -> Response:

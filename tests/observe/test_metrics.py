@@ -200,8 +200,9 @@ def test_open_streams_follow_the_slots() -> None:
 
 
 def test_rate_limit_refusals_of_the_a2a_endpoints_are_counted() -> None:
-    """Any HTTP 429 an A2A endpoint answers counts, whatever refused it (here a stand-in limiter)."""
-    app = create_app()
+    """Any HTTP 429 an A2A endpoint answers counts, whatever refused it (here a stand-in limiter). A hook added
+    after create_app is Flask's alone: the lean JSON-RPC path in front of Flask would not run it, so it is off."""
+    app = create_app(config={"lean_jsonrpc": False})
 
     @app.before_request
     def limiter() -> Response | None:

@@ -1,0 +1,197 @@
+"""The JSON-RPC endpoint's common case served without Flask (docs/performance.md, "The lean JSON-RPC path").
+
+Flask and werkzeug's request machinery took about a third of a GetTask's CPU and more than a quarter of a
+SendMessage's. This WSGI middleware answers, itself, the one kind of request that makes nearly all of the
+traffic: a well-formed 1.0 call of a non-streaming method, ``POST /a2a/jsonrpc`` with a JSON body of a stated
+length, an acceptable Host and no browser ``Origin``, from a caller whose credential is valid and whose rate
+budget is not spent. It answers it through the same pieces as the Flask endpoint — the method table and
+:func:`quineling.a2a.jsonrpc.answer`, the call context, the authenticator, the rate limiter, the request's
+notes, metrics and log line — so the answer is byte for byte the one the endpoint gives.
+
+Anything else goes to the Flask app unchanged, which then answers it as always, errors included: the lean
+path only decides to *serve* a request, never to refuse one. Before handing a request on it has read, at
+most, the body (put back as the WSGI input) and checked a credential (pure); a rate-limit refusal it counted
+travels with the request, so the Flask hook answers it without counting it twice. Nothing else happens
+before the point where the request is the lean path's to answer.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from quineling.a2a import body as request_body
+from quineling.a2a import observation
+from quineling.a2a.binding import A2AState, is_json_media_type, make_call_context
+from quineling.a2a.client_address import Network
+from quineling.a2a.endpoints import JSONRPC_PATH
+from quineling.a2a.errors import A2AError
+from quineling.a2a.jsonrpc import METHODS, Method, answer
+from quineling.a2a.origin_guard import OriginGuard
+from quineling.a2a.rate_limit import VERDICT_KEY, RateLimiter, Verdict, identity_of
+from quineling.a2a.sse import compact
+from quineling.a2a.versions import normalize_version
+from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
+from quineling.config import worker_stopping
+from quineling.observe import notes
+from stores.errors import StoreError
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+# The non-streaming 1.0 methods: a stream's answer is Flask's (its slot, its keep-alives, its rechecks).
+LEAN_METHODS: dict[str, Method] = {
+    name: method for name, method in METHODS.items() if not (method.streaming or method.subscription)
+}
+_HANDED_ON = object()  # what _count says of a request that Flask is to answer
+_ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    rpc_id: Any
+    name: str
+    method: Method
+    params: dict[str, Any]
+    principal: Principal | None
+
+
+class LeanJsonRpc:
+    """WSGI middleware in front of the Flask app (``app.wsgi_app``): see the module docstring."""
+
+    def __init__(
+        self,
+        app: WSGIApp,
+        state: A2AState,
+        guard: OriginGuard,
+        authenticator: Authenticator | None,
+        limiter: RateLimiter | None,
+        trusted_proxies: Sequence[Network],
+    ) -> None:
+        self.app = app
+        self.state = state
+        self.guard = guard
+        self.authenticator = authenticator
+        self.limiter = limiter
+        self.trusted_proxies = trusted_proxies
+        # With CORS configured every answer varies by Origin (the guard's after-request hook): Flask's then.
+        self.enabled = not (guard.cors or guard.any_cors)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if (
+            self.enabled
+            and environ.get("PATH_INFO") == JSONRPC_PATH
+            and environ.get("REQUEST_METHOD") == "POST"
+        ):
+            answered = self._serve(environ)
+            if answered is not None:
+                headers, payload = answered
+                start_response("200 OK", headers)
+                return [payload]
+        return self.app(environ, start_response)
+
+    def _serve(self, environ: dict[str, Any]) -> tuple[list[tuple[str, str]], bytes] | None:
+        """The answer's headers and body, or ``None``: Flask's to answer (the body put back if it was read)."""
+        started = time.perf_counter()
+        accepted = self._accept(environ)
+        if accepted is None:
+            return None
+        try:
+            ctx = make_call_context(
+                environ, accepted.params.get("tenant"), "1.0", accepted.principal, self.state.tenants
+            )
+        except A2AError:
+            return None  # an unserved tenant, say: the endpoint answers it
+        verdict = self._count(environ, accepted.principal)
+        if verdict is _HANDED_ON:
+            return None
+        current = notes.begin(
+            observation.request_id(environ.get("HTTP_X_REQUEST_ID")), "jsonrpc", accepted.name
+        )
+        try:
+            envelope = answer(accepted.method, self.state.service, accepted.params, ctx, accepted.rpc_id)
+            payload = compact(envelope).encode("utf-8")
+            headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+            if isinstance(verdict, Verdict):
+                headers += verdict.headers().items()
+            headers.append((observation.REQUEST_ID_HEADER, current.request_id))
+            observation.record(
+                current,
+                status=200,
+                seconds=time.perf_counter() - started,
+                client=environ.get("REMOTE_ADDR"),
+                principal=accepted.principal,
+                http_method="POST",
+                path=JSONRPC_PATH,
+            )
+            return headers, payload
+        finally:
+            notes.end()
+
+    def _accept(self, environ: dict[str, Any]) -> _Call | None:
+        """The call, when it is one the lean path serves."""
+        if (
+            environ.get("QUERY_STRING")
+            or "HTTP_ORIGIN" in environ
+            or "HTTP_TRANSFER_ENCODING" in environ
+            or normalize_version(environ.get("HTTP_A2A_VERSION")) != "1.0"
+            or not is_json_media_type(environ.get("CONTENT_TYPE"))
+            or worker_stopping()  # the endpoint closes the connection after its answer
+        ):
+            return None
+        host = environ.get("HTTP_HOST")
+        if host is not None and not self.guard.host_allowed(host):
+            return None
+        if "1.0" not in self.state.supported_versions("JSONRPC"):
+            return None
+        length = environ.get("CONTENT_LENGTH") or ""
+        if not length.isdigit() or not 0 < int(length) <= self.state.request_limit_bytes:
+            return None
+        raw = environ["wsgi.input"].read(int(length))
+        environ["wsgi.input"] = io.BytesIO(raw)  # for Flask, should it answer after all
+        request_body.mark_read(environ)
+        if len(raw) != int(length):
+            return None
+        try:
+            document = request_body.parse(raw, envelope=True)
+        except (A2AError, request_body.UnacceptableValue):
+            return None
+        if not isinstance(document, dict) or not document.keys() <= _ENVELOPE_KEYS:
+            return None
+        rpc_id, params = document.get("id"), document.get("params")
+        method = LEAN_METHODS.get(document.get("method"))  # type: ignore[arg-type]
+        if (
+            document.get("jsonrpc") != "2.0"
+            or isinstance(rpc_id, bool)
+            or not (rpc_id is None or isinstance(rpc_id, str | int))
+            or method is None
+        ):
+            return None
+        if params is None and method.params_optional:
+            params = {}
+        if not isinstance(params, dict):
+            return None
+        principal: Principal | None = None
+        if self.authenticator is not None:
+            try:
+                principal = self.authenticator.authenticate(environ.get("HTTP_AUTHORIZATION"))
+            except (AuthenticationFailed, AuthenticationUnavailable):
+                return None
+        return _Call(rpc_id, document["method"], method, params, principal)
+
+    def _count(self, environ: dict[str, Any], principal: Principal | None) -> Verdict | None | object:
+        """The request counted against its rate budget: its verdict when allowed, ``None`` without limits,
+        ``_HANDED_ON`` when Flask is to answer (a refusal, handed on with the request; or a store that cannot
+        count, which the Flask hook then meets itself)."""
+        if self.limiter is None:
+            return None
+        try:
+            verdict = self.limiter.check(identity_of(environ, principal, self.trusted_proxies))
+        except StoreError:
+            return _HANDED_ON
+        if not verdict.allowed:
+            environ[VERDICT_KEY] = verdict
+            return _HANDED_ON
+        return verdict
