@@ -15,13 +15,12 @@ from pathlib import Path
 
 import pytest
 import requests
-from redis.exceptions import RedisClusterException
 
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app, store_tls_options
 from quineling.cli import main
 from quineling.config import load_settings
-from stores import Backend, ChangeSet, StoreUnavailable, Versioned, backend_from_url, redis_connection
+from stores import Backend, ChangeSet, StoreUnavailable, Versioned, backend_from_url
 from stores.rate_counters import Window
 from tests.support.live import live_server
 from tests.support.messages import SQUARE_SUM, result_of, text, user_message
@@ -41,10 +40,6 @@ ON_TLS_CLUSTER = [pytest.mark.cluster]
 V1 = {"A2A-Version": "1.0"}
 DOC = ("artifact", "a")
 VERIFY_FAILED = "CERTIFICATE_VERIFY_FAILED|certificate verify failed"
-# A cluster client made with the backend (stores/redis_connection.py before the client made on first use,
-# LazyCluster) connects right then: a refused handshake raises redis-py's RedisClusterException from there,
-# and stops the app's start. Made on first use, it is the retryable error of the first call, as on one server.
-CLUSTER_CONNECTS_LAZILY = hasattr(redis_connection, "LazyCluster")
 
 
 @pytest.fixture(scope="module")
@@ -126,13 +121,6 @@ def test_task_state_and_rate_counter_over_tls(tls_store: Backend) -> None:
     assert [counter.hit("p:alice", [window])[0].count for _ in range(3)] == [1, 2, 3]
 
 
-def refusal(scheme: str) -> tuple[type[BaseException], ...]:
-    """What a refused handshake raises (see CLUSTER_CONNECTS_LAZILY)."""
-    if scheme == "rediss+cluster" and not CLUSTER_CONNECTS_LAZILY:
-        return (StoreUnavailable, RedisClusterException)
-    return (StoreUnavailable,)
-
-
 @pytest.mark.parametrize("scheme", SCHEMES)
 @pytest.mark.parametrize("trusted", ["other-ca", "system"])
 def test_a_server_certificate_the_configured_ca_did_not_sign_is_refused_as_unavailable(
@@ -141,7 +129,7 @@ def test_a_server_certificate_the_configured_ca_did_not_sign_is_refused_as_unava
     """Trusting another CA, or only the system's (which never signed the test CA): the handshake fails, and
     the store reports the retryable outage rather than talking to an unverified server."""
     ca_file = certs.other_ca if trusted == "other-ca" else ""
-    with pytest.raises(refusal(scheme), match=VERIFY_FAILED):
+    with pytest.raises(StoreUnavailable, match=VERIFY_FAILED):
         backend = tls_backend(tls_urls[scheme], ca_file, f"qtls-{uuid.uuid4().hex[:10]}")
         try:
             backend.state_store().read("s", [DOC])
@@ -170,10 +158,6 @@ def test_the_app_answers_an_unverifiable_store_with_the_retryable_error(
         "redis_ca_file": str(certs.other_ca),
         "store_prefix": "qtls-refused",
     }
-    if scheme == "rediss+cluster" and not CLUSTER_CONNECTS_LAZILY:
-        with pytest.raises(RedisClusterException, match=VERIFY_FAILED):
-            create_app(config=config)  # refused too, but at start (see CLUSTER_CONNECTS_LAZILY)
-        return
     client = create_app(config=config).test_client()
     params = {"message": user_message(text(SQUARE_SUM))}
     rpc = client.post("/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params},
