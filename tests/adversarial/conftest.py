@@ -1,6 +1,7 @@
 """The app the adversarial suite attacks: the real runtime on a real store, with state to aim at.
 
-``target`` is built once per module and backend (memory; real Redis when ``QUINELING_TEST_REDIS_URL`` is set,
+``target`` is built once per module and backend (memory; real Redis when ``QUINELING_TEST_REDIS_URL`` is set, and the
+Redis Cluster;
 where ids become keys): the examples of docs/runtime-operations.md have been run on it, so it holds
 artifacts, records, a world with residents, an admitted child (in the tenant ``docs``) — and, in the default
 tenant, tasks in every state, whose ids the strategies use as well as made-up ones. ``corpus`` is those examples' runtime requests, each valid, for the
@@ -22,7 +23,7 @@ from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
 from stores import MemoryBackend, RedisBackend
 from tests.adversarial.support import LogGuard
-from tests.conftest import REDIS_URL, needs_redis
+from tests.conftest import ON_CLUSTER, REDIS_URL, cluster_url, needs_redis
 from tests.docs.examples import Document, JsonRpcSender, run_examples
 from tests.support.bindings import V1
 from tests.support.redis_keys import delete_under
@@ -90,7 +91,8 @@ def _ids_in(value: Any, found: set[str]) -> None:
 @contextmanager
 def _target(kind: str, name: str) -> Iterator[Target]:
     prefix = "qfuzz-" + "".join(c if c.isalnum() else "-" for c in name)[:40]
-    backend = MemoryBackend() if kind == "memory" else RedisBackend(REDIS_URL, prefix=prefix)
+    url = {"memory": "", "redis": REDIS_URL, "cluster": cluster_url() if kind == "cluster" else ""}[kind]
+    backend = MemoryBackend() if kind == "memory" else RedisBackend(url, prefix=prefix)
     runtime = Runtime(store=backend.state_store())
     app = create_app(
         runtime=runtime,
@@ -115,14 +117,18 @@ def _target(kind: str, name: str) -> Iterator[Target]:
     finally:
         for logger in loggers:
             logger.removeHandler(guard)
-        if kind == "redis":
-            delete_under(REDIS_URL, prefix)
+        if url:
+            delete_under(url, prefix)
         backend.close()
 
 
 @pytest.fixture(
     scope="module",
-    params=["memory", pytest.param("redis", marks=[pytest.mark.redis, needs_redis])],
+    params=[
+        "memory",
+        pytest.param("redis", marks=[pytest.mark.redis, needs_redis]),
+        pytest.param("cluster", marks=ON_CLUSTER),
+    ],
 )
 def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """On every backend: for what reaches the store (ids become Redis keys)."""

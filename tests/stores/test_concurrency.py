@@ -1,10 +1,12 @@
-"""Real processes racing on one real Redis: quotas, task capacity and task versions hold across workers."""
+"""Real processes racing on one real Redis and on a Redis Cluster: quotas, task capacity and task versions hold
+across workers."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,6 +22,7 @@ from stores import (
     TaskStoreFull,
     keys,
 )
+from tests.conftest import ON_CLUSTER, cluster_url
 from tests.support.redis_keys import delete_under
 
 REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
@@ -34,7 +37,7 @@ INDEX = ("index", "all")
 
 def commit_artifacts(prefix: str, worker: int, start: object) -> list[tuple[str, str]]:
     """Each worker commits its own artifacts, all appending to one shared index document."""
-    store = RedisBackend(REDIS_URL, prefix=prefix).state_store()
+    store = RedisBackend(url_of(prefix), prefix=prefix).state_store()
     start.wait()  # type: ignore[attr-defined]
     outcomes = []
     for attempt in range(ATTEMPTS):
@@ -63,7 +66,7 @@ def commit_artifacts(prefix: str, worker: int, start: object) -> list[tuple[str,
 
 def save_tasks(prefix: str, worker: int, start: object) -> tuple[int, int, int]:
     """Each worker saves finished tasks into a shared store at capacity; reports saves, refusals, max seen."""
-    backend = RedisBackend(REDIS_URL, prefix=prefix)
+    backend = RedisBackend(url_of(prefix), prefix=prefix)
     store = backend.task_store(TaskLimits(), describe=describe_task)
     data = keys.task_keys(prefix, "t")["data"]  # capacity is per tenant: every worker shares tenant "t"
     client = backend.connection.client
@@ -85,7 +88,7 @@ RACED_TASKS, APPENDS = 10, 10
 
 def race_one_version(prefix: str, worker: int, start: object) -> list[str]:
     """Every worker reads the same version of each task, then all save it conditionally at once."""
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
+    store = RedisBackend(url_of(prefix), prefix=prefix).task_store(describe=describe_task)
     held = [store.load_versioned("s", f"raced-{i}") for i in range(RACED_TASKS)]
     start.wait()  # type: ignore[attr-defined]
     outcomes = []
@@ -101,7 +104,7 @@ def race_one_version(prefix: str, worker: int, start: object) -> list[str]:
 
 def append_with_retries(prefix: str, worker: int, start: object) -> int:
     """Read-modify-write of one shared task; returns how many conflicts the worker had to retry."""
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
+    store = RedisBackend(url_of(prefix), prefix=prefix).task_store(describe=describe_task)
     start.wait()  # type: ignore[attr-defined]
     conflicts = 0
     for n in range(APPENDS):
@@ -117,11 +120,25 @@ def append_with_retries(prefix: str, worker: int, start: object) -> int:
     return conflicts
 
 
-@pytest.fixture
-def prefix():
-    value = f"qt-mp-{uuid.uuid4().hex[:12]}"
+CLUSTER_PREFIX = "qt-mpc-"
+
+
+def url_of(prefix: str) -> str:
+    """The store a race runs on, told by its prefix: the spawned processes inherit the cluster's URL through the
+    environment (the fixture puts it there)."""
+    return os.environ["QUINELING_TEST_REDIS_CLUSTER_URL"] if prefix.startswith(CLUSTER_PREFIX) else REDIS_URL
+
+
+@pytest.fixture(params=["redis", pytest.param("cluster", marks=ON_CLUSTER)])
+def prefix(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every race runs on real Redis and on a three-master Redis Cluster (docs/cluster.md)."""
+    if request.param == "cluster":
+        monkeypatch.setenv("QUINELING_TEST_REDIS_CLUSTER_URL", cluster_url())
+        value = f"{CLUSTER_PREFIX}{uuid.uuid4().hex[:12]}"
+    else:
+        value = f"qt-mp-{uuid.uuid4().hex[:12]}"
     yield value
-    delete_under(REDIS_URL, value)
+    delete_under(url_of(value), value)
 
 
 def run(target, prefix: str, *, barrier: bool = False) -> list:
@@ -147,7 +164,7 @@ def test_processes_racing_for_quota_store_exactly_the_limit(prefix: str) -> None
     assert sorted(outcome for _, outcome in outcomes) == ["ok"] * LIMIT + ["quota"] * (
         PROCESSES * ATTEMPTS - LIMIT
     )
-    store = RedisBackend(REDIS_URL, prefix=prefix).state_store()
+    store = RedisBackend(url_of(prefix), prefix=prefix).state_store()
     assert store.counters("s", ["artifacts"]) == {"artifacts": LIMIT}
     keys = [("artifact", name) for name, _ in outcomes]
     assert {k[1] for k, v in store.read("s", keys).items() if v.value is not None} == stored_names
@@ -158,7 +175,7 @@ def test_processes_saving_at_capacity_never_exceed_it(prefix: str) -> None:
     results = run(save_tasks, prefix)
     assert max(most for _, _, most in results) <= 128
     assert sum(saved for saved, _, _ in results) == PROCESSES * 60  # finished tasks can always be evicted
-    backend = RedisBackend(REDIS_URL, prefix=prefix)
+    backend = RedisBackend(url_of(prefix), prefix=prefix)
     client = backend.connection.client
     task_keys = keys.task_keys(prefix, "t")
     stats = {k.decode(): int(v) for k, v in client.hgetall(task_keys["stats"]).items()}
@@ -171,7 +188,7 @@ def test_processes_saving_at_capacity_never_exceed_it(prefix: str) -> None:
 
 
 def test_processes_racing_conditional_saves_of_one_version_have_exactly_one_winner(prefix: str) -> None:
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
+    store = RedisBackend(url_of(prefix), prefix=prefix).task_store(describe=describe_task)
     for i in range(RACED_TASKS):
         store.save("s", {"id": f"raced-{i}", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}, [{"n": 0}])
     results = run(race_one_version, prefix, barrier=True)
@@ -188,7 +205,7 @@ def test_processes_racing_conditional_saves_of_one_version_have_exactly_one_winn
 
 
 def test_processes_doing_read_modify_write_lose_no_update(prefix: str) -> None:
-    store = RedisBackend(REDIS_URL, prefix=prefix).task_store(describe=describe_task)
+    store = RedisBackend(url_of(prefix), prefix=prefix).task_store(describe=describe_task)
     store.save("s", {"id": "shared", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}, "history": []})
     run(append_with_retries, prefix)
     expected = sorted(f"{w}-{n}" for w in range(PROCESSES) for n in range(APPENDS))
