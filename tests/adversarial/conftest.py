@@ -1,8 +1,7 @@
 """The app the adversarial suite attacks: the real runtime on a real store, with state to aim at.
 
-``target`` is built once per module and backend (memory; real Redis when ``QUINELING_TEST_REDIS_URL`` is set, and the
-Redis Cluster;
-where ids become keys): the examples of docs/runtime-operations.md have been run on it, so it holds
+``target`` is built once per module and backend (memory; real Redis when ``QUINELING_TEST_REDIS_URL`` is set,
+and the Redis Cluster, where ids become keys): the examples of docs/runtime-operations.md have been run on it, so it holds
 artifacts, records, a world with residents, an admitted child (in the tenant ``docs``) — and, in the default
 tenant, tasks in every state, whose ids the strategies use as well as made-up ones. ``corpus`` is those examples' runtime requests, each valid, for the
 operation fuzzer to mutate.
