@@ -216,3 +216,18 @@ REDIS_ONLY = pytest.mark.parametrize("redis_store_url", [BACKENDS["redis"]], ind
 
 
 # ------------------------------------------- end of live stores block -----------------------------------
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pytest-xdist (./dev test, CI): each file runs on one worker (--dist loadfile, pyproject.toml), handed out in
+# collection order. Files with slow tests (live servers, clusters, namespaces) go first, so the many quick
+# files fill the workers at the end instead of one long file running alone.
+# ---------------------------------------------------------------------------------------------------------
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a serial run keeps pytest's order
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: the order within each file stays
+
+
+# --------------------------------------------- end of xdist block ----------------------------------------

@@ -27,7 +27,8 @@ def project(tmp_path: Path) -> Path:
 
 
 def environ(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("QUINELING_VENV", "QUINELING_DEV_FAKE_INSTALL")}
+    ours = ("QUINELING_VENV", "QUINELING_DEV_FAKE_INSTALL", "QUINELING_TEST_WORKERS")
+    env = {k: v for k, v in os.environ.items() if k not in ours}
     return {**env, **extra}
 
 
@@ -95,7 +96,7 @@ def test_two_first_uses_at_once_install_once(project: Path, tmp_path: Path) -> N
     assert not (project / ".venv").exists()
 
     again = dev(project, "test", QUINELING_VENV=str(venv), QUINELING_DEV_FAKE_INSTALL=INSTALL_SECONDS)
-    assert (again.returncode, again.stderr, again.stdout) == (0, "", "fake python: -m pytest\n")
+    assert (again.returncode, again.stderr, again.stdout) == (0, "", "fake python: -m pytest -n 4\n")
     assert len(installs(venv)) == 1
 
 
@@ -109,8 +110,17 @@ def test_failed_install_shows_its_output_and_the_next_run_retries(project: Path)
 
     retried = dev(project, "test", QUINELING_DEV_FAKE_INSTALL="0")
     assert retried.returncode == 0, retried.stderr
-    assert retried.stdout == "fake python: -m pytest\n"
+    assert retried.stdout == "fake python: -m pytest -n 4\n"
     assert len(installs(venv)) == 1 and len(stamps(venv)) == 1
+
+
+def test_the_whole_suite_runs_on_workers_and_args_run_as_given(project: Path) -> None:
+    """Bare `./dev test` is the parallel suite (README, CI); with ARGS, pytest gets exactly those."""
+    assert dev(project, "test", QUINELING_DEV_FAKE_INSTALL="0").stdout == "fake python: -m pytest -n 4\n"
+    workers = dev(project, "test", QUINELING_TEST_WORKERS="6")
+    assert workers.stdout == "fake python: -m pytest -n 6\n"
+    single = dev(project, "test", "tests/a.py::test_b", "-s")
+    assert single.stdout == "fake python: -m pytest tests/a.py::test_b -s\n"
 
 
 def test_changing_pyproject_reinstalls(project: Path) -> None:

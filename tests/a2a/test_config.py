@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from quineling.config import ConfigError, load_settings
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -208,15 +208,9 @@ def test_gunicorn_refuses_several_workers_on_memory_store() -> None:
     assert ok.returncode == 0, ok.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_quineling_serve_runs_gunicorn() -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "QUINELING_A2A_PORT": str(port), "PYTHONPATH": str(ROOT)}
     cli = [sys.executable, "-c", "from quineling.cli import main; main(['serve'])"]
     process = subprocess.Popen(cli, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -55,11 +55,17 @@ def cli(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None, ti
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
+# `python -m quineling` with Ctrl-C's handler installed even when this session was started with SIGINT ignored
+# (a shell's background job is): the CLI would inherit that and never see a test's SIGINT.
+_INTERRUPTIBLE = ("import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                  "runpy.run_module('quineling', run_name='__main__', alter_sys=True)")  # fmt: skip
+
+
 def spawn(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     """``quineling ARGS`` started as a real process, stdout and stderr piped as text: for what only a running
     process shows (output flushed line by line, Ctrl-C). Use it as a context manager, as ``Popen``."""
-    return subprocess.Popen(_argv(args), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+    return subprocess.Popen([sys.executable, "-c", _INTERRUPTIBLE, *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
 _LOGGERS = ("quineling.client", "quineling.cli")

@@ -5,6 +5,7 @@ the A2A-Version header on every request."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -94,7 +95,11 @@ def test_interrupt_keeps_the_task_id(tmp_path: Path) -> None:
             while not agent.methods("GetTask") and time.monotonic() < deadline:
                 time.sleep(0.05)
             proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=20)
+            try:
+                out, err = proc.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()  # or leaving the `with` waits for it for ever
+                raise
     assert proc.returncode == 130 and "waiting: task task-1 (context ctx-1)" in err and out == ""
 
 

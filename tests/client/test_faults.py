@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -41,6 +40,7 @@ from tests.client.fault_server import (
     sse,
     task,
 )
+from tests.support.ports import free_port
 
 
 @pytest.fixture
@@ -139,9 +139,7 @@ def test_a_refused_connection_is_retried_even_for_a_send(
     tmp_path: Any, fast_retry: Any, delays: list[float], state: SharedState
 ) -> None:
     card = tmp_path / "card.json"
-    with socket.socket() as sock:  # a port nothing listens on once this closes
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens there, and no other test of the session is given it
     card.write_text(json.dumps(card_for(f"http://127.0.0.1:{port}")))
     with (
         A2AClient.connect(

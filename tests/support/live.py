@@ -10,7 +10,6 @@ serves any tenant (tests use tenants to keep scenarios apart).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,11 @@ from pathlib import Path
 
 import requests
 
+from tests.support.ports import free_port
 from tests.support.redis_keys import delete_under
 
 ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["ROOT", "LiveServer", "free_port", "live_server"]  # free_port: kept importable from here
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,6 @@ class LiveServer:
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager

@@ -13,6 +13,7 @@ is down, the others keep serving their slots (what a deployment without replicas
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import shutil
@@ -125,7 +126,13 @@ class LocalCluster:
         return True
 
     def ensure(self, timeout: float = 30.0) -> None:
-        """Start every node that is not running and create the cluster if it has not been; idempotent."""
+        """Start every node that is not running and create the cluster if it has not been; idempotent, and
+        one process at a time (pytest-xdist's workers each start the shared cluster on first use)."""
+        with (DATA_ROOT / f"qcluster-{self.ports[0]}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            self._ensure(timeout)
+
+    def _ensure(self, timeout: float) -> None:
         for port in self.ports:
             self.start_node(port)
         if self.healthy():
