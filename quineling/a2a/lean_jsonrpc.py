@@ -35,7 +35,7 @@ from quineling.a2a.rate_limit import VERDICT_KEY, RateLimiter, Verdict, identity
 from quineling.a2a.sse import compact
 from quineling.a2a.versions import normalize_version
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
-from quineling.config import worker_stopping
+from quineling.config import close_connection, worker_stopping
 from quineling.observe import notes
 from stores.errors import StoreError
 
@@ -45,6 +45,7 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 LEAN_METHODS: dict[str, Method] = {
     name: method for name, method in METHODS.items() if not (method.streaming or method.subscription)
 }
+_SERVER_INPUT = "quineling.lean.server_input"
 _HANDED_ON = object()  # what _count says of a request that Flask is to answer
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
@@ -126,6 +127,10 @@ class LeanJsonRpc:
                 http_method="POST",
                 path=JSONRPC_PATH,
             )
+            if (
+                worker_stopping()
+            ):  # told to stop while answering: close after it, as body.close_if_stopping does
+                close_connection(environ[_SERVER_INPUT])
             return headers, payload
         finally:
             notes.end()
@@ -149,8 +154,10 @@ class LeanJsonRpc:
         length = environ.get("CONTENT_LENGTH") or ""
         if not length.isdigit() or not 0 < int(length) <= self.state.request_limit_bytes:
             return None
-        raw = environ["wsgi.input"].read(int(length))
+        original = environ["wsgi.input"]
+        raw = original.read(int(length))
         environ["wsgi.input"] = io.BytesIO(raw)  # for Flask, should it answer after all
+        environ[_SERVER_INPUT] = original  # what the server knows the request by (config.close_connection)
         request_body.mark_read(environ)
         if len(raw) != int(length):
             return None
