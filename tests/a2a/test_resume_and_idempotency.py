@@ -108,8 +108,12 @@ def test_resume_of_a_live_task_then_follows_it(backend: Backend) -> None:
     opening = next(iter(service.subscribe_to_task({"id": task["id"]}, CTX)))
     assert body(opening)["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     stream = service.subscribe_to_task({"id": task["id"]}, replace(CTX, last_event_id=opening.event_id))
-    threading.Timer(0.1, lambda: service.send_message(follow_up(task["id"]), CTX)).start()
+    sender = threading.Timer(0.1, lambda: service.send_message(follow_up(task["id"]), CTX))
+    sender.start()
     events = [e for e in stream if e]
+    # The stream may end before the sender's call has returned: it must be done before the store is closed.
+    sender.join(timeout=30)
+    assert not sender.is_alive()
     assert [generation_of(body(e)) for e in events] == [5, 6, 7]
     assert body(events[-1])["status"]["state"] == "TASK_STATE_COMPLETED"
 

