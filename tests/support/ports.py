@@ -36,7 +36,8 @@ def _worker_index() -> int:
     return int(name[2:]) + 1 if name.startswith("gw") else 0
 
 
-def _bindable(port: int) -> bool:
+def bindable(port: int) -> bool:
+    """Whether ``port`` on 127.0.0.1 can be bound right now."""
     with socket.socket() as sock:
         try:
             sock.bind(("127.0.0.1", port))
@@ -64,6 +65,6 @@ def free_port() -> int:
         for _ in range(BLOCK):
             port = start + _next
             _next = (_next + 1) % BLOCK
-            if _bindable(port):
+            if bindable(port):
                 return port
     raise RuntimeError(f"no free port in {start}-{start + BLOCK - 1}")

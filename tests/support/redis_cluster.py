@@ -18,13 +18,14 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import redis
+
+from tests.support.ports import bindable
 
 REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")
@@ -41,20 +42,23 @@ def free_ports(count: int) -> tuple[int, ...]:
     """Ports for a private cluster of ``count`` nodes: each free, and its cluster bus port (+10000) too."""
     found: list[int] = []
     for port in random.sample(range(7200, 8000), 800):  # clear of the shared and fault clusters' ports
-        if all(_free(p) for p in (port, port + 10000)):
+        if all(bindable(p) for p in (port, port + 10000)):
             found.append(port)
             if len(found) == count:
                 return tuple(found)
     raise RuntimeError("no free ports for a private cluster")
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+def cluster_ok(client: redis.Redis) -> bool:
+    """Whether this node answers and reports the cluster ok with all 16384 slots assigned (it is closed)."""
+    try:
+        info = client.execute_command("CLUSTER", "INFO")
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    return "cluster_state:ok" in text and "cluster_slots_assigned:16384" in text
 
 
 class LocalCluster:
@@ -112,18 +116,7 @@ class LocalCluster:
 
     def healthy(self) -> bool:
         """Every node answers and reports the cluster ok with all 16384 slots assigned."""
-        for port in self.ports:
-            client = self.node(port, 0.5)
-            try:
-                info = client.execute_command("CLUSTER", "INFO")
-            except redis.RedisError:
-                return False
-            finally:
-                client.close()
-            text = info.decode() if isinstance(info, bytes) else str(info)
-            if "cluster_state:ok" not in text or "cluster_slots_assigned:16384" not in text:
-                return False
-        return True
+        return all(cluster_ok(self.node(port, 0.5)) for port in self.ports)
 
     def ensure(self, timeout: float = 30.0) -> None:
         """Start every node that is not running and create the cluster if it has not been; idempotent, and

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -36,6 +36,24 @@ REDIS_SERVER_MARKS = [
         REDIS_SERVER is None, reason="needs the redis-server binary to start a private server"
     ),
 ]
+
+
+def wait_for_ping(probe: redis.Redis, timeout: float, alive: Callable[[], None] = lambda: None) -> None:
+    """Ping ``probe`` until it answers (then close it); ``alive`` is called between tries, to fail at once
+    when the server's process has exited. The last error propagates once ``timeout`` has passed."""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            alive()
+            try:
+                if probe.ping():
+                    return
+            except redis.RedisError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+    finally:
+        probe.close()
 
 
 def needs_redis_server(test: _T) -> _T:
@@ -73,18 +91,7 @@ class PrivateRedis:
 
     def wait_ready(self, timeout: float = 10.0) -> None:
         probe = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5, socket_connect_timeout=0.5)
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                try:
-                    if probe.ping():
-                        return
-                except redis.RedisError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
-        finally:
-            probe.close()
+        wait_for_ping(probe, timeout)
 
     def kill(self) -> None:
         """SIGKILL: the server dies at once, its clients' sockets are closed by the kernel."""

@@ -28,6 +28,8 @@ import pytest
 import redis
 
 from tests.support.live import free_port
+from tests.support.redis_cluster import cluster_ok
+from tests.support.redis_server import wait_for_ping
 
 OPENSSL = shutil.which("openssl")
 REDIS_SERVER = shutil.which("redis-server")
@@ -132,21 +134,8 @@ class TlsNode:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )  # fmt: skip
-        probe = self.client(0.5)
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                if self.proc.poll() is not None:
-                    self._exited()
-                try:
-                    if probe.ping():
-                        return
-                except redis.RedisError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
-        finally:
-            probe.close()
+        proc = self.proc
+        wait_for_ping(self.client(0.5), timeout, lambda: self._exited() if proc.poll() is not None else None)
 
     def _exited(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
@@ -190,18 +179,7 @@ class TlsCluster:
         return f"rediss+cluster://:{PASSWORD}@" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
 
     def healthy(self) -> bool:
-        for node in self.nodes:
-            client = node.client(0.5)
-            try:
-                info = client.execute_command("CLUSTER", "INFO")
-            except redis.RedisError:
-                return False
-            finally:
-                client.close()
-            text = info.decode() if isinstance(info, bytes) else str(info)
-            if "cluster_state:ok" not in text or "cluster_slots_assigned:16384" not in text:
-                return False
-        return True
+        return all(cluster_ok(node.client(0.5)) for node in self.nodes)
 
 
 @contextmanager
