@@ -15,6 +15,8 @@ from importlib import metadata
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+from stores.cluster_url import cluster_hosts
+
 PACKAGE = "quineling-a2a"
 SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "pwd", "token", "secret"})
 
@@ -119,13 +121,11 @@ def store_unreachable(url: str, timeout: float) -> str | None:
 def _no_node_listens(url: str, timeout: float) -> str | None:
     """A cluster is reachable while any listed node is (the client learns the rest from it)."""
     problem = "no node listed"
-    hosts = url.split("://", 1)[1].split("/", 1)[0].rpartition("@")[2]
-    for item in hosts.split(","):
-        node = urlsplit(f"//{item.strip()}")
+    for host, port in cluster_hosts(url):  # a malformed URL: the caller's ValueError
         try:
-            with socket.create_connection((node.hostname or "localhost", node.port or 6379), timeout):
+            with socket.create_connection((host, port), timeout):
                 return None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             problem = f"{type(exc).__name__}: {exc}"
     return problem
 

@@ -33,7 +33,6 @@ import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import redis
 from redis import exceptions as rex
@@ -43,6 +42,7 @@ from redis.commands.core import Script
 from redis.retry import Retry
 
 from stores import keys
+from stores.cluster_url import cluster_auth, cluster_hosts
 from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
 
@@ -123,48 +123,9 @@ def _cluster_settings(url: str, socket_timeout: float, options: dict[str, Any]) 
     return settings
 
 
-def _cluster_parts(url: str) -> tuple[str, str]:
-    """A cluster URL's userinfo and host list; ``ValueError`` for a path, query or fragment."""
-    rest = url.split("://", 1)[1]
-    netloc, _, tail = rest.partition("/")
-    if tail not in ("", "0") or "?" in rest or "#" in rest:
-        raise ValueError(
-            f"a Redis Cluster URL names nodes only (no database, path or query): {_redacted(url)!r}"
-        )
-    userinfo, _, hosts = netloc.rpartition("@")
-    return userinfo, hosts
-
-
-def _redacted(url: str) -> str:
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"
-
-
 def cluster_nodes(url: str) -> list[ClusterNode]:
-    """The startup nodes of a cluster URL, each ``host:port`` (``[v6]:port`` for IPv6)."""
-    nodes = []
-    for item in _cluster_parts(url)[1].split(","):
-        parts = urlsplit(f"//{item.strip()}")
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if not parts.hostname or port is None:
-            raise ValueError(f"a Redis Cluster URL lists host:port pairs; got {item!r} in {_redacted(url)!r}")
-        nodes.append(ClusterNode(parts.hostname, port))  # type: ignore[no-untyped-call]
-    return nodes
-
-
-def cluster_auth(url: str) -> dict[str, str]:
-    """``username``/``password`` from a cluster URL's userinfo (percent-decoded), as redis-py takes them."""
-    userinfo = _cluster_parts(url)[0]
-    if not userinfo:
-        return {}
-    user, has_password, password = userinfo.partition(":")
-    auth = {"password": unquote(password)} if has_password else {"password": unquote(user)}
-    if has_password and user:
-        auth["username"] = unquote(user)
-    return auth
+    """The startup nodes of a cluster URL (:func:`stores.cluster_url.cluster_hosts`)."""
+    return [ClusterNode(host, port) for host, port in cluster_hosts(url)]  # type: ignore[no-untyped-call]
 
 
 def lua_source(*names: str) -> str:

@@ -77,8 +77,9 @@ class LeanJsonRpc:
         self.authenticator = authenticator
         self.limiter = limiter
         self.trusted_proxies = trusted_proxies
-        # With CORS configured every answer varies by Origin (the guard's after-request hook): Flask's then.
-        self.enabled = not (guard.cors or guard.any_cors)
+        # With CORS configured every answer varies by Origin (the guard's after-request hook): Flask's then; and
+        # a card that offers no 1.0 JSON-RPC leaves every call to the endpoint's version check.
+        self.enabled = not (guard.cors or guard.any_cors) and "1.0" in state.supported_versions("JSONRPC")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if (
@@ -127,9 +128,7 @@ class LeanJsonRpc:
                 http_method="POST",
                 path=JSONRPC_PATH,
             )
-            if (
-                worker_stopping()
-            ):  # told to stop while answering: close after it, as body.close_if_stopping does
+            if worker_stopping():  # told to stop while answering: close after it, as close_if_stopping does
                 close_connection(environ[_SERVER_INPUT])
             return headers, payload
         finally:
@@ -148,8 +147,6 @@ class LeanJsonRpc:
             return None
         host = environ.get("HTTP_HOST")
         if host is not None and not self.guard.host_allowed(host):
-            return None
-        if "1.0" not in self.state.supported_versions("JSONRPC"):
             return None
         length = environ.get("CONTENT_LENGTH") or ""
         if not length.isdigit() or not 0 < int(length) <= self.state.request_limit_bytes:

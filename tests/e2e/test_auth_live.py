@@ -43,17 +43,24 @@ def credentials(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return {"keys": keys, "tokens": tokens, "jwks": folder / "jwks.json"}
 
 
+def auth_settings(credentials: dict[str, Any]) -> dict[str, str | int]:
+    """Both masters' credentials: the keys file and the JWT issuer's keys."""
+    return {
+        "auth_keys_file": str(credentials["keys"]),
+        "auth_jwks": str(credentials["jwks"]),
+        "auth_jwt_issuer": ISSUER,
+        "auth_jwt_audience": AUDIENCE,
+    }
+
+
 @pytest.fixture(scope="module")
 def server(credentials: dict[str, Any], redis_store_url: str) -> Iterator[LiveServer]:
     with traced_server(
         store_url=redis_store_url,
         workers=WORKERS,
         threads=4,
-        auth_keys_file=str(credentials["keys"]),
-        auth_jwks=str(credentials["jwks"]),
-        auth_jwt_issuer=ISSUER,
-        auth_jwt_audience=AUDIENCE,
         keepalive_seconds=0.5,
+        **auth_settings(credentials),
     ) as live:
         yield live
 
@@ -62,15 +69,7 @@ def server(credentials: dict[str, Any], redis_store_url: str) -> Iterator[LiveSe
 def other(server: LiveServer, credentials: dict[str, Any]) -> Iterator[LiveServer]:
     """A second gunicorn master on the same store prefix and credentials: what is sent to it is served by another
     process by construction (which worker of one master takes a fresh connection is the kernel's choice)."""
-    with live_server(
-        store_url=server.store_url,
-        share_with=server,
-        auth_keys_file=str(credentials["keys"]),
-        auth_jwks=str(credentials["jwks"]),
-        auth_jwt_issuer=ISSUER,
-        auth_jwt_audience=AUDIENCE,
-        keepalive_seconds=0.5,
-    ) as live:
+    with live_server(share_with=server, keepalive_seconds=0.5, **auth_settings(credentials)) as live:
         yield live
 
 

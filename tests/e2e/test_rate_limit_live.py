@@ -22,7 +22,7 @@ def test_concurrent_requests_over_three_workers_get_exactly_the_budget(redis_sto
     processes by construction (which worker of one master takes a connection is the kernel's choice)."""
     with (
         traced_server(store_url=redis_store_url, workers=WORKERS, rate_limit=f"{BUDGET}/minute") as server,
-        live_server(store_url=redis_store_url, share_with=server, rate_limit=f"{BUDGET}/minute") as other,
+        live_server(share_with=server, rate_limit=f"{BUDGET}/minute") as other,
     ):
         tags = [uuid.uuid4().hex for _ in range(BUDGET + EXTRA)]
 

@@ -44,7 +44,6 @@ def other(server: LiveServer) -> Iterator[LiveServer]:
     """A second gunicorn master on the same store prefix: what is sent to it is served by another process by
     construction (how one master's workers share connections is up to the kernel and the worker class)."""
     with live_server(
-        store_url=server.store_url,
         share_with=server,
         workers=2,
         keepalive_seconds=0.5,

@@ -50,7 +50,7 @@ def state_of(event: dict) -> str | None:
 def second_host(server: LiveServer) -> Iterator[LiveServer]:
     """Another gunicorn master on the same store prefix: requests sent to it are served by another process by
     construction (how one master's workers share connections is up to the kernel and the worker class)."""
-    with live_server(store_url=server.store_url, share_with=server, keepalive_seconds=0.5) as live:
+    with live_server(share_with=server, keepalive_seconds=0.5) as live:
         yield live
 
 

@@ -51,7 +51,7 @@ class LiveServer:
 @contextmanager
 def live_server(
     *,
-    store_url: str = "memory://",
+    store_url: str | None = None,
     workers: int = 1,
     threads: int = 8,
     share_with: LiveServer | None = None,
@@ -62,10 +62,13 @@ def live_server(
     """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars.
     It is up once ``ready_path`` answers 200 (``/healthz`` for a server whose store is not there yet).
 
-    ``share_with`` starts a second host on the same store prefix as a running server (its owner deletes the keys).
+    ``store_url`` defaults to ``memory://``, or to the store of ``share_with``, which starts a second host on the
+    same store and prefix as a running server (its owner deletes the keys).
     ``forget_keys=False``: leave the keys (a private store that the test removes, or has stopped, itself).
     """
     port = free_port()
+    if store_url is None:
+        store_url = share_with.store_url if share_with else "memory://"
     prefix = share_with.prefix if share_with else f"qlive-{uuid.uuid4().hex[:10]}"
     env = dict(os.environ)
     env.update(
