@@ -77,6 +77,8 @@ class Settings:
     # Logs (docs/deployment.md, "Logs"): "auto" is text on a terminal, JSON otherwise.
     log_format: str = "auto"
     log_level: str = "info"
+    # Lines below WARNING are written in batches at most this late; 0: each line at once.
+    log_flush_seconds: float = 1.0
     # Metrics (docs/deployment.md, "Metrics"): the workers' shared metric files (empty: a temporary directory
     # made at start), and whether /metrics answers without credentials when authentication is on.
     metrics_dir: str = ""
@@ -154,6 +156,7 @@ _POSITIVE = {
     "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
 }  # fmt: skip
 MAX_LONG_POLL_SECONDS = 30.0
+MAX_LOG_FLUSH_SECONDS = 60.0
 MAX_REDIS_TIMEOUT = 3600.0
 WORKER_CLASSES = ("gevent", "gthread")
 LOG_FORMATS = ("auto", "json", "text")
@@ -228,6 +231,11 @@ def _validate(settings: Settings) -> None:
                 f"{ENV_PREFIX}{name.upper()} must be at most {MAX_REDIS_TIMEOUT:g} seconds "
                 f"(got {getattr(settings, name)})"
             )
+    if not 0 <= settings.log_flush_seconds <= MAX_LOG_FLUSH_SECONDS:
+        raise ConfigError(
+            f"QUINELING_LOG_FLUSH_SECONDS must be 0 (each line at once) to {MAX_LOG_FLUSH_SECONDS:g} seconds "
+            f"(got {settings.log_flush_seconds})"
+        )
     for name in ("record_ttl_seconds", "runtime_idle_ttl_seconds"):
         value = getattr(settings, name)
         if not math.isfinite(value) or value < 0:

@@ -18,6 +18,11 @@ from stores import Backend, MemoryBackend, RedisBackend, StateStore, TaskLimits,
 from tests.support import redis_cluster
 from tests.support.redis_keys import delete_under
 
+# Every server a test starts writes each log line at once: tests read a server's log right after a request and
+# assert on what it does not contain. The batched default (QUINELING_LOG_FLUSH_SECONDS=1) has tests of its
+# own, which set it (tests/observe/test_log_batching.py).
+os.environ.setdefault("QUINELING_LOG_FLUSH_SECONDS", "0")
+
 REDIS_URL = os.environ.get("QUINELING_TEST_REDIS_URL", "")
 needs_redis = pytest.mark.skipif(
     not REDIS_URL, reason="set QUINELING_TEST_REDIS_URL to run against real Redis"

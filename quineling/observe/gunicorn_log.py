@@ -31,7 +31,7 @@ class QuinelingLogger(Logger):
             for log in (self.error_log, self.access_log):
                 for handler in log.handlers:
                     logs.dress(handler, self.log_format)
-        logs.configure(self.log_format, settings.log_level)
+        logs.configure(self.log_format, settings.log_level, flush_seconds=settings.log_flush_seconds)
 
     def access(self, resp: Any, req: Any, environ: MutableMapping[str, Any], request_time: Any) -> None:
         if self.log_format != "json":
