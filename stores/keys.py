@@ -135,8 +135,8 @@ def task_events_prefix(prefix: str, partition: str) -> str:
 
 def partition_keys(prefix: str, partition: str) -> list[str]:
     """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
-    (not the per-task event streams, which expire on their own TTL, nor the :func:`scope_registry`, which
-    names the partition as a member). Deleting these deletes the partition."""
+    (not the per-task event streams, which go with their task or on their own TTL, nor the
+    :func:`scope_registry`, which names the partition as a member). Deleting these deletes the partition."""
     return [
         documents(prefix, partition),
         versions(prefix, partition),

@@ -8,7 +8,16 @@
 -- KEYS[6]  stats hash:     count, bytes, next_seq, next_ver
 -- KEYS[7]  version hash:   task field -> version (absent task = version 0)
 -- Defines remove_task(field) and expire_paused(cutoff) (neither returns a value) and version_of(field).
+
+-- A task's event stream is "<partition tag>:events:<task field>" (stores/keys.py task_events), and KEYS[1] is
+-- "<partition tag>:data". Not among KEYS, since which tasks go is decided here, but it carries the
+-- partition's hash tag, so it lies in the slot of KEYS (tests/stores/test_task_store.py checks the name).
+local EVENTS = string.sub(KEYS[1], 1, -string.len(':data') - 1) .. ':events:'
+
+-- A removed task (evicted, expired) takes its event log with it; left to its TTL it would outlive the task
+-- by up to a day, one stream per task ever evicted.
 local function remove_task(field)
+  redis.call('DEL', EVENTS .. field)
   local size = redis.call('HSTRLEN', KEYS[1], field)
   if redis.call('HDEL', KEYS[1], field) == 1 then
     redis.call('HINCRBY', KEYS[6], 'count', -1)

@@ -258,6 +258,34 @@ def test_events_are_appended_in_order_and_read_after_a_position(task_store: Task
     assert task_store.read_events("other", "t", None, 0) == []
 
 
+def _streams(backend: Backend) -> set[str]:
+    """The task event logs the backend holds: (scope, id) refs in memory, stream key names in Redis."""
+    if isinstance(backend, MemoryBackend):
+        with backend._data.lock:
+            return {"/".join(ref) for ref in backend._data.events}
+    assert isinstance(backend, RedisBackend)
+    streams = {
+        key.decode() for key in snapshot(backend.connection.client, backend.prefix) if b":events:" in key
+    }
+    return {key.rpartition(":events:")[2] for key in streams}
+
+
+def test_an_evicted_or_expired_task_takes_its_event_log_with_it(backend: Backend, clock) -> None:
+    store = backend.task_store(
+        TaskLimits(max_tasks=2, paused_ttl_seconds=60), clock=clock, describe=describe_task
+    )
+    store.save("s", task("old"), [{"n": 1}])
+    clock.advance(1)
+    store.save("s", task("paused", INPUT), [{"n": 1}])
+    clock.advance(1)
+    store.save("s", task("new"), [{"n": 1}])  # evicts "old", updated longest ago
+    assert store.load("s", "old") is None and store.read_events("s", "old", None, 0) == []
+    clock.advance(60)
+    assert store.load("s", "paused") is None  # expired
+    assert store.read_events("s", "paused", None, 0) == [] and store.last_event_id("s", "paused") is None
+    assert _streams(backend) == {"s/new"}
+
+
 def test_blocking_read_times_out_empty(task_store: TaskStore) -> None:
     task_store.save("s", task("t", WORKING), [{"n": 1}])
     last = task_store.last_event_id("s", "t")
