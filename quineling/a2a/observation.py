@@ -37,7 +37,7 @@ from quineling.a2a.endpoints import (
 )
 from quineling.a2a.errors import A2AError
 from quineling.auth import Principal
-from quineling.observe import metrics, notes
+from quineling.observe import logs, metrics, notes
 
 log = logging.getLogger("quineling.request")
 
@@ -138,7 +138,7 @@ def record(
         "duration_seconds": round(seconds, 6),
     }
     extra = {key: value for key, value in fields.items() if value is not None}
-    log.log(logging.DEBUG if quiet else logging.INFO, "request", extra=extra)
+    logs.log_fields(log, logging.DEBUG if quiet else logging.INFO, "request", extra)
 
 
 def install(app: Flask) -> None:

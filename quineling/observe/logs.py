@@ -24,14 +24,17 @@ import sys
 import threading
 import time
 import weakref
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
+import orjson
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.orjson import OrjsonFormatter
 
 from quineling.observe import notes
 
 _OURS = "_quineling"  # marks the handler configure() installed, so a second call replaces it
+_JSON = "_quineling_json"  # the JSON formatter dress() gave a handler (None: text)
 
 
 def resolve_format(setting: str, stream: TextIO | None = None) -> str:
@@ -84,7 +87,9 @@ def formatter(log_format: str) -> logging.Formatter:
 
 def dress(handler: logging.Handler, log_format: str) -> None:
     """Give ``handler`` the format's formatter and the request-id filter (once)."""
-    handler.setFormatter(formatter(log_format))
+    made = formatter(log_format)
+    handler.setFormatter(made)
+    setattr(handler, _JSON, made if log_format == "json" else None)
     if not any(isinstance(f, RequestIdFilter) for f in handler.filters):
         handler.addFilter(RequestIdFilter())
 
@@ -115,10 +120,14 @@ class BatchedStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         except Exception:  # noqa: BLE001 - logging's own rule: a bad record is reported, never raised
             self.handleError(record)
             return
+        self.add_line(line, record.levelno, record)
+
+    def add_line(self, line: str, level: int, record: logging.LogRecord | None = None) -> None:
+        """Write ``line`` (formatted, newline included) as a record of ``level`` would be."""
         with self.lock:  # type: ignore[union-attr]
             self._waiting.append(line)
             self._size += len(line)
-            if record.levelno < logging.WARNING and self._size < BATCH_BYTES and self.flush_seconds > 0:
+            if level < logging.WARNING and self._size < BATCH_BYTES and self.flush_seconds > 0:
                 self._start_flusher()
                 return
             self._write_waiting(record)
@@ -188,10 +197,52 @@ def configure(
             root.removeHandler(old)
             old.close()
     out = sys.stderr if stream is None else stream
-    handler: Any = (
-        BatchedStreamHandler(out, flush_seconds) if flush_seconds > 0 else logging.StreamHandler(out)
-    )
+    handler = BatchedStreamHandler(out, flush_seconds)  # 0: each line written at once
     setattr(handler, _OURS, True)
     dress(handler, resolve_format(log_format, stream))
     root.addHandler(handler)
     root.setLevel(level.upper())
+
+
+def log_fields(logger: logging.Logger, level: int, event: str, fields: dict[str, Any]) -> None:
+    """``logger.log(level, event, extra=fields)``, written as the same line. When the record would reach only
+    the JSON handler :func:`configure` installs — no other handler and no filter on the way, its formatter
+    unchanged — the line is made here in one orjson call, without a LogRecord and the formatter's passes over
+    it (about a tenth of a small request's CPU). ``fields`` holds no key of the line's own (``level``,
+    ``logger``, ``pid``, ``event``, ``time``)."""
+    if not logger.isEnabledFor(level):
+        return
+    handler = _sole_json_handler(logger)
+    if handler is None or level < handler.level:
+        logger.log(level, event, extra=fields)
+        return
+    line = {"level": logging.getLevelName(level), "logger": logger.name, "pid": os.getpid(), "event": event}
+    line.update(fields)
+    current = notes.current()
+    if "request_id" not in line and current is not None:  # as RequestIdFilter adds it
+        line["request_id"] = current.request_id
+    line["time"] = datetime.now(UTC)
+    text = orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS).decode()
+    handler.add_line(text + handler.terminator, level)
+
+
+def _sole_json_handler(logger: logging.Logger) -> BatchedStreamHandler | None:
+    """The one handler a record of ``logger`` reaches, when it is ours, in JSON, with nothing else on the way."""
+    found: BatchedStreamHandler | None = None
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters:
+            return None
+        for handler in current.handlers:
+            if found is not None or not isinstance(handler, BatchedStreamHandler):
+                return None
+            json_formatter = getattr(handler, _JSON, None)
+            if json_formatter is None or handler.formatter is not json_formatter:
+                return None
+            if any(not isinstance(f, RequestIdFilter) for f in handler.filters):
+                return None
+            found = handler
+        if not current.propagate:
+            break
+        current = current.parent
+    return found

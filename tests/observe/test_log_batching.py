@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from quineling.config import ConfigError, load_settings
-from quineling.observe import logs
+from quineling.observe import logs, notes
 from tests.support.live import LiveServer, live_server
 from tests.support.principals import keys_file
 
@@ -114,15 +114,18 @@ def test_the_interval_is_checked() -> None:
             load_settings(env={"QUINELING_LOG_FLUSH_SECONDS": bad})
 
 
-def test_configure_picks_the_handler_by_interval(stream: io.StringIO) -> None:
+def test_configure_replaces_its_handler_and_zero_writes_each_line_at_once(stream: io.StringIO) -> None:
     root = logging.getLogger()
     before = list(root.handlers), root.level
     try:
-        logs.configure("json", "info", stream, flush_seconds=1)
-        assert any(isinstance(h, logs.BatchedStreamHandler) for h in root.handlers)
-        logs.configure("json", "info", stream, flush_seconds=0)
+        logs.configure("json", "info", stream, flush_seconds=60)
+        logging.getLogger("quineling.test").info("waits")
+        assert stream.getvalue() == ""
+        logs.configure("json", "info", stream, flush_seconds=0)  # the old handler writes what waited
         ours = [h for h in root.handlers if getattr(h, "_quineling", False)]
-        assert len(ours) == 1 and not isinstance(ours[0], logs.BatchedStreamHandler)
+        assert len(ours) == 1
+        logging.getLogger("quineling.test").info("at once")
+        assert _events(stream.getvalue()) == ["waits", "at once"]
     finally:
         for handler in list(root.handlers):
             if handler not in before[0]:
@@ -169,3 +172,71 @@ def _running(pid: int) -> bool:
             return stat.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+# ---- the request line made directly (logs.log_fields) ----
+
+
+@pytest.fixture
+def configured(stream: io.StringIO) -> Iterator[logging.Logger]:
+    root = logging.getLogger()
+    before = list(root.handlers), root.level
+    logs.configure("json", "info", stream, flush_seconds=0)
+    yield logging.getLogger("quineling.request")
+    for handler in list(root.handlers):
+        if handler not in before[0]:
+            root.removeHandler(handler)
+    root.setLevel(before[1])
+
+
+def _lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+FIELDS = {"request_id": "r-1", "binding": "jsonrpc", "status": 200, "duration_seconds": 0.0004}
+
+
+def test_the_direct_line_is_the_formatters_line(configured: logging.Logger, stream: io.StringIO) -> None:
+    logs.log_fields(configured, logging.INFO, "request", dict(FIELDS))
+    configured.addFilter(lambda record: True)  # a filter on the way: the record goes through logging
+    logs.log_fields(configured, logging.INFO, "request", dict(FIELDS))
+    direct, formatted = _lines(stream)
+    assert list(direct) == list(formatted)  # the same keys in the same order
+    assert {k: v for k, v in direct.items() if k != "time"} == {
+        k: v for k, v in formatted.items() if k != "time"
+    }
+    assert str(direct["time"]).endswith("+00:00") and str(direct["time"])[:16] == str(formatted["time"])[:16]
+
+
+def test_the_direct_line_takes_the_served_requests_id(
+    configured: logging.Logger, stream: io.StringIO
+) -> None:
+    notes.begin("served-1", "rest", "GetTask")
+    try:
+        logs.log_fields(configured, logging.INFO, "request", {"status": 200})
+        configured.addFilter(lambda record: True)
+        logs.log_fields(configured, logging.INFO, "request", {"status": 200})
+    finally:
+        notes.end()
+    direct, formatted = _lines(stream)
+    assert direct["request_id"] == formatted["request_id"] == "served-1"
+    assert list(direct) == list(formatted)
+
+
+def test_any_other_handler_or_level_gets_the_record(configured: logging.Logger, stream: io.StringIO) -> None:
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    logs.log_fields(configured, logging.DEBUG, "request", dict(FIELDS))  # below the level: nothing
+    assert stream.getvalue() == ""
+    extra = Keep()
+    configured.addHandler(extra)
+    try:
+        logs.log_fields(configured, logging.INFO, "request", dict(FIELDS))
+    finally:
+        configured.removeHandler(extra)
+    assert [r.getMessage() for r in seen] == ["request"] and seen[0].binding == "jsonrpc"
+    assert _events(stream.getvalue()) == ["request"]  # and the configured handler still wrote its line
