@@ -8,6 +8,8 @@ import copy
 import pytest
 
 from quineling import QuinelingError, Runtime
+from quineling.runtime import build_ops
+from quineling.runtime.source import parse_source
 from tests.runtime.test_ranch_support import SQUARES, make_runtime
 
 
@@ -48,6 +50,26 @@ def test_square_sum_runs_to_29(rt: Runtime) -> None:
     assert record["outputs"] == {"total": 29}
     assert record["artifactId"] == record["sourceHash"] == artifact["id"]
     assert record["parentRecordId"] is None
+
+
+def test_runs_of_one_source_share_its_parse_and_leave_it_unchanged(rt: Runtime) -> None:
+    artifact = create(rt)
+    build_ops._parsed_program.cache_clear()
+    first = result(rt, operation="run", artifactId=artifact["id"])
+    second = result(rt, operation="run", artifactId=artifact["id"])
+    assert [first[k] for k in ("outputs", "units", "trace")] == [
+        second[k] for k in ("outputs", "units", "trace")
+    ]
+    assert build_ops._parsed_program.cache_info()[:2] == (1, 1)  # one parse, then the kept program
+    assert build_ops._parsed_program(artifact["source"]) == parse_source(artifact["source"])[0]
+
+
+def test_a_source_over_the_bound_is_parsed_each_time(monkeypatch: pytest.MonkeyPatch, rt: Runtime) -> None:
+    artifact = create(rt)
+    build_ops._parsed_program.cache_clear()
+    monkeypatch.setattr(build_ops, "PARSED_SOURCE_CHARS", len(artifact["source"]) - 1)
+    assert result(rt, operation="run", artifactId=artifact["id"])["outputs"] == {"total": 29}
+    assert build_ops._parsed_program.cache_info().currsize == 0
 
 
 def test_integral_floats_are_accepted_like_protobuf_struct(rt: Runtime) -> None:
