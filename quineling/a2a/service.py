@@ -111,12 +111,12 @@ class A2AService:
     # -- messages -------------------------------------------------------------------------------------
 
     def send_message(self, params: JSON, ctx: CallContext) -> JSON:
-        sent = self._execute(params, ctx)
+        sent = self._execute(params, ctx, streaming=False)
         return {"task": present_task(sent.execution.task, sent.history_length)}
 
     def send_message_stream(self, params: JSON, ctx: CallContext) -> Iterator[JSON]:
         # The work is synchronous, so it runs (and fails) here, before the caller commits to a stream.
-        return iter(self._framed(ctx, self._execute(params, ctx)))
+        return iter(self._framed(ctx, self._execute(params, ctx, streaming=True)))
 
     def _framed(self, ctx: CallContext, sent: Sent) -> list[JSON]:
         """A streaming send's events, each with its SSE id (docs/decisions-a2a.md, "Resumable streams"): the
@@ -133,7 +133,7 @@ class A2AService:
             for event, cursor in zip(events, cursors, strict=True)
         ]
 
-    def _execute(self, params: JSON, ctx: CallContext) -> Sent:
+    def _execute(self, params: JSON, ctx: CallContext, *, streaming: bool) -> Sent:
         params = wire.require_object(params, "params")
         message = normalize_message(wire.field(params, "message"))
         wire.metadata(params)  # validated for every binding alike; the request's metadata is not kept
@@ -145,14 +145,14 @@ class A2AService:
         expected = wire.integer(params, "ifGenerationMatch")
         key = idempotency.valid_key(ctx.idempotency_key)
         if key is None:
-            return self._run(ctx, message, history_length, None, expected)
+            return self._run(ctx, message, history_length, None, expected, streaming=streaming)
         request = idempotency.fingerprint(params)
         held = self._load_claim(ctx, key)
         if held is not None:
             return self._replay(ctx, request, held, history_length)
         try:
             claiming = Claiming(key, request, self.idempotency_ttl)
-            return self._run(ctx, message, history_length, claiming, expected)
+            return self._run(ctx, message, history_length, claiming, expected, streaming=streaming)
         except KeyClaimed as taken:  # an identical request committed first: answer as it did
             return self._replay(ctx, request, taken.record, history_length)
 
@@ -163,8 +163,12 @@ class A2AService:
         history_length: int | None,
         claiming: Claiming | None,
         expected: int | None,
+        *,
+        streaming: bool = True,
     ) -> Sent:
-        """Execute a send; ``expected`` is its ``ifGenerationMatch`` (0 for a new task), if any."""
+        """Execute a send; ``expected`` is its ``ifGenerationMatch`` (0 for a new task), if any; ``streaming``:
+        a SendStreamingMessage (its new task's events are logged even when it ends at once, see
+        :func:`_logged`)."""
         task_id = message.get("taskId")
         if task_id:
             execution = self._follow_up(ctx, task_id, message, claiming, expected)
@@ -172,7 +176,7 @@ class A2AService:
             _check_generation("a new task", 0, expected)
             pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
             try:
-                execution = self._dispatch_and_save(ctx, pending, 0, 0, claiming)
+                execution = self._dispatch_and_save(ctx, pending, 0, 0, claiming, streaming=streaming)
             except TaskConflict:  # a fresh random id already taken: not expected to happen
                 raise InternalError(
                     "Task storage already holds a task with the generated id; retry"
@@ -215,6 +219,8 @@ class A2AService:
         expect_version: int,
         generation: int,
         claiming: Claiming | None = None,
+        *,
+        streaming: bool = True,
     ) -> Execution:
         """Dispatch ``pending`` and save its task conditionally in the runtime's commit; ``generation`` is the
         task's as loaded (0 for a new one), and every change gets the next.
@@ -237,7 +243,7 @@ class A2AService:
                 self.task_store,
                 ctx.scope,
                 execution.task,
-                _logged(execution, expect_version),
+                _logged(execution, expect_version, streaming=streaming, keyed=claiming is not None),
                 expect_version,
                 None if claiming is None else claiming.claim(execution),
             )
@@ -559,7 +565,7 @@ class A2AService:
             self.task_store.save(
                 ctx.scope,
                 execution.task,
-                _logged(execution, expect_version),
+                _logged(execution, expect_version, streaming=True, keyed=claiming is not None),
                 expect_version=expect_version,
                 claim=None if claiming is None else claiming.claim(execution),
             )
@@ -620,10 +626,17 @@ def _concurrent_change(task_id: str, now: str, state: str | None = None) -> Inte
     )
 
 
-def _logged(execution: Execution, expect_version: int) -> tuple[JSON, ...]:
-    """The events of a save that go into the task's event log: all of them, the first save's too, since
-    every change is an event whose log number is its generation, and a client whose streaming send was cut
-    resumes from the log (docs/decisions-a2a.md, "Resumable streams")."""
+def _logged(execution: Execution, expect_version: int, *, streaming: bool, keyed: bool) -> tuple[JSON, ...]:
+    """The events of a save that go into the task's event log. Every change is an event whose log number is its
+    generation: a client whose streaming send was cut resumes from the log, a subscriber follows it, a
+    long-poll waits on it, a keyed send's replay reads it (docs/decisions-a2a.md, "Resumable streams"). One
+    save is not logged: a new task's first, from a non-streaming send without an Idempotency-Key, that leaves
+    the task terminal. No stream of it exists or can start (no event id was issued; a terminal task takes no
+    new subscription), nothing follows or waits on a task that no longer changes, and no replay reads it; the
+    log would only be stored, shipped to the store and evicted (a third of a Redis commit's bytes)."""
+    settled = execution.task["status"]["state"] in wire.TERMINAL
+    if expect_version == 0 and settled and not streaming and not keyed:
+        return ()
     return tuple(execution.events)
 
 

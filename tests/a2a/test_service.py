@@ -82,6 +82,30 @@ def test_new_task_is_saved_once_and_logs_every_change_numbered_by_generation(
     assert service.get_task({"id": task["id"]}, CTX)["metadata"]["generation"] == 7
 
 
+def test_a_blocking_send_that_settles_a_new_task_leaves_no_log_a_stream_or_a_keyed_send_does(
+    service: A2AService, store: CountingStore
+) -> None:
+    """Nothing can read the log of a task a plain send created and finished: no event id was issued and a
+    terminal task takes no new subscription. A streaming send's log is what a cut stream resumes from, and a
+    keyed send's is what its replay reads, so both keep theirs."""
+    done = service.send_message({"message": user_message(text("x"))}, CTX)["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED" and done["metadata"]["generation"] == 4
+    assert store.inner.read_events(CTX.scope, done["id"], None, 0) == []
+    assert store.inner.last_event_id(CTX.scope, done["id"]) is None
+
+    streamed = list(service.send_message_stream({"message": user_message(text("x"))}, CTX))
+    task_id = streamed[0]["task"]["id"]
+    assert [e.event_id for e in store.inner.read_events(CTX.scope, task_id, None, 0)] == [
+        "1-0", "2-0", "3-0", "4-0"
+    ]  # fmt: skip
+
+    keyed = CallContext(idempotency_key="one-send")
+    task = service.send_message({"message": user_message(text("x"))}, keyed)["task"]
+    assert len(store.inner.read_events(CTX.scope, task["id"], None, 0)) == 4
+    replayed = list(service.send_message_stream({"message": user_message(text("x"))}, keyed))
+    assert [next(iter(e)) for e in replayed] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+
+
 def test_stream_errors_are_eager(service: A2AService) -> None:
     with pytest.raises(errors.TaskNotFoundError):
         service.send_message_stream({"message": user_message(text("x"), taskId="nope")}, CTX)
