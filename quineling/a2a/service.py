@@ -164,7 +164,7 @@ class A2AService:
         claiming: Claiming | None,
         expected: int | None,
         *,
-        streaming: bool = True,
+        streaming: bool,
     ) -> Sent:
         """Execute a send; ``expected`` is its ``ifGenerationMatch`` (0 for a new task), if any; ``streaming``:
         a SendStreamingMessage (its new task's events are logged even when it ends at once, see

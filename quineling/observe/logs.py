@@ -46,14 +46,17 @@ def resolve_format(setting: str, stream: TextIO | None = None) -> str:
     return "text" if isatty is not None and isatty() else "json"
 
 
+def _served_request_id() -> str | None:
+    current = notes.current()
+    return None if current is None else current.request_id
+
+
 class RequestIdFilter(logging.Filter):
     """Adds the request being served's ``request_id`` to every record that has none."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not hasattr(record, "request_id"):
-            current = notes.current()
-            if current is not None:
-                record.request_id = current.request_id
+        if not hasattr(record, "request_id") and (request_id := _served_request_id()) is not None:
+            record.request_id = request_id
         return True
 
 
@@ -218,9 +221,8 @@ def log_fields(logger: logging.Logger, level: int, event: str, fields: dict[str,
         return
     line = {"level": logging.getLevelName(level), "logger": logger.name, "pid": os.getpid(), "event": event}
     line.update(fields)
-    current = notes.current()
-    if "request_id" not in line and current is not None:  # as RequestIdFilter adds it
-        line["request_id"] = current.request_id
+    if "request_id" not in line and (request_id := _served_request_id()) is not None:  # as RequestIdFilter
+        line["request_id"] = request_id
     line["time"] = datetime.now(UTC)
     text = orjson.dumps(line, option=orjson.OPT_NON_STR_KEYS).decode()
     handler.add_line(text + handler.terminator, level)

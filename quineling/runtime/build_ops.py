@@ -88,8 +88,8 @@ def inspect(args: JSON, view: StateView, env: Env) -> JSON:
 
 # A run parses its artifact's source again each time (a sixth of a run's CPU): the programs of recent
 # sources are kept. A source is content-addressed and its parse a pure function of it, and execute() never
-# changes the program it is given, so a kept program serves every run of that source. Sources above the
-# size bound are parsed each time, so the cache holds at most PARSED_PROGRAMS × PARSED_SOURCE_CHARS characters of source.
+# changes the program it is given, so a kept program serves every run of that source. Longer sources are
+# parsed each time, so the cache holds at most PARSED_PROGRAMS × PARSED_SOURCE_CHARS characters of source.
 PARSED_PROGRAMS = 256
 PARSED_SOURCE_CHARS = 16 * 1024
 
@@ -101,10 +101,8 @@ def _parsed_program(source: str) -> Program:
 
 def _evaluate(artifact: JSON) -> Execution:
     source = artifact["source"]
-    if isinstance(source, str) and len(source) <= PARSED_SOURCE_CHARS:
-        return execute(_parsed_program(source))
-    program, _body_, _parents = parse_source(source)
-    return execute(program)
+    kept = isinstance(source, str) and len(source) <= PARSED_SOURCE_CHARS
+    return execute(_parsed_program(source) if kept else parse_source(source)[0])
 
 
 def _record(env: Env, artifact: JSON, parent: str | None, outcome: Execution) -> JSON:
