@@ -355,6 +355,13 @@ class TaskStore(ABC):
         """The task and its version, or ``Versioned(None, 0)`` if unknown, evicted or expired, in one
         round trip. Does not extend the task's life. Pass ``version`` back as ``save(expect_version=…)``."""
 
+    def load_shared(self, scope: str, task_id: str) -> Versioned:
+        """:meth:`load_versioned` for a caller that only reads the task: the value may be shared with other
+        such calls (a backend keeps the value it decoded and answers the next read of the same version with
+        it, :mod:`stores.shared_reads`), so nobody may change it — a shallow copy may be changed at its top
+        level. Current exactly as :meth:`load_versioned`: the version is the store's, read in the same step."""
+        return self.load_versioned(scope, task_id)
+
     @abstractmethod
     def save(
         self,

@@ -31,6 +31,7 @@ from stores.listing import CursorSigner, Row, select_page
 from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
 from stores.memory_task_table import TaskTable
 from stores.records import decode, encode, expected_version, first_event_number
+from stores.shared_reads import SharedValues
 
 TaskRef = tuple[str, str]  # (scope, task id)
 
@@ -82,6 +83,7 @@ class MemoryTaskStore(TaskStore):
         self.describe = describe
         self._clock = clock or time.time
         self._signer = signer
+        self._shared: SharedValues[TaskRef] = SharedValues()
 
     @property
     def location(self) -> object:
@@ -111,6 +113,21 @@ class MemoryTaskStore(TaskStore):
             self._expire(self._clock())
             entry = self._entry((scope, task_id))
             return Versioned(None, 0) if entry is None else Versioned(decode(entry.text), entry.version)
+
+    def load_shared(self, scope: str, task_id: str) -> Versioned:
+        ref = (scope, task_id)
+        with self._data.lock:
+            self._expire(self._clock())
+            entry = self._entry(ref)
+            if entry is None:
+                self._shared.discard(ref)
+                return Versioned(None, 0)
+            kept = self._shared.get(ref)
+            if kept is not None and kept[0] == entry.version:
+                return Versioned(kept[1], entry.version)
+            value = decode(entry.text)
+            self._shared.put(ref, entry.version, value, entry.size)
+            return Versioned(value, entry.version)
 
     def save(
         self,

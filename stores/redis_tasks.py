@@ -3,9 +3,9 @@
 Capacity is per partition (tenant), and a partition's task keys share its state scope's hash tag (see
 :mod:`stores.keys`), so one script can save a task and commit that tenant's change set in one slot
 (``lua/commit_task.lua``). Eviction, lazy expiry, admission sequences, version checks and event appends happen
-inside ``lua/task_save.lua`` atomically; ``lua/task_load.lua`` returns a task with its version in the same round trip. An evicted
-or expired task's event stream is left to its own TTL (refreshed on every append) rather than deleted, so the
-scripts touch only keys passed in ``KEYS``; a reused task id starts a fresh stream.
+inside ``lua/task_save.lua`` atomically; ``lua/task_load.lua`` returns a task with its version in the same
+round trip. An evicted or expired task's event stream is deleted by the same script that removes the task
+(``lua/expire_paused.lua``); an idle stream also ends at its own TTL, refreshed on every append.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from stores.listing import CursorSigner, Row, select_page
 from stores.records import decode, encode, expected_version, first_event_number
 from stores.redis_changes import change_args, raise_state_refusal, state_keys, text, written_versions
 from stores.redis_connection import Connection
+from stores.shared_reads import SharedValues
 
 _PRELUDE = "expire_paused"
 
@@ -75,6 +76,7 @@ class RedisTaskStore(TaskStore):
         self._events = events
         self._clock = clock or time.time
         self._max_block = max_block_seconds
+        self._shared: SharedValues[str] = SharedValues()  # by task field: the scope is part of it
         # A load or a listing may be sent twice: besides reading, each only drops paused tasks that expired
         # by the cutoff it was given and creates the cursor identity if missing, and a second run with the
         # same arguments finds nothing more to do.
@@ -113,6 +115,26 @@ class RedisTaskStore(TaskStore):
             return Versioned(None, 0)
         body, version = reply
         return Versioned(decode(body), int(version))
+
+    def load_shared(self, scope: str, task_id: str) -> Versioned:
+        """The same one EVALSHA, told the version this worker already holds decoded: when that is still the
+        stored version the script answers it alone, and neither the body's bytes nor its decoding are
+        spent again (a polled task, :mod:`stores.shared_reads`)."""
+        _, cutoff = self._times()
+        field = keys.task_field(scope, task_id)
+        kept = self._shared.get(field)
+        held = "" if kept is None else str(kept[0])
+        reply = self._load(self._keys(scope), [field, cutoff, held])
+        if not reply:
+            self._shared.discard(field)
+            return Versioned(None, 0)
+        if len(reply) == 1:
+            assert kept is not None and int(reply[0]) == kept[0], "the script confirms only the held version"
+            return Versioned(kept[1], kept[0])
+        body, version = reply
+        value, number = decode(body), int(version)
+        self._shared.put(field, number, value, len(body))
+        return Versioned(value, number)
 
     def save(
         self,

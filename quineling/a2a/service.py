@@ -519,7 +519,11 @@ class A2AService:
     # -- store access ---------------------------------------------------------------------------------
 
     def _load(self, ctx: CallContext, task_id: str) -> JSON:
-        task = self._load_versioned(ctx, task_id).value
+        """The task for a caller that only reads it (shared: never change it, :meth:`TaskStore.load_shared`)."""
+        try:
+            task = self.task_store.load_shared(ctx.scope, task_id).value
+        except StoreError as exc:
+            raise store_failure(exc) from exc
         if task is None:
             raise _task_not_found(task_id)
         return task

@@ -65,6 +65,49 @@ def test_no_shared_references(task_store: TaskStore) -> None:
     assert task_store.load("s", "t1")["history"] == [1]
 
 
+# --- shared reads (load_shared): kept by version, never served once the task changed ---------------------
+
+
+def test_a_shared_read_is_kept_by_version_and_follows_every_save(make_task_store) -> None:
+    """Two stores over one backend (two workers): the reader keeps what it decoded and answers the same
+    version with it again, but a save by the other, a removal and a new task under the reused id are seen
+    at once, each with the version load_versioned reports."""
+    reader, writer = make_task_store(), make_task_store()
+    writer.save("s", task("t1", WORKING, history=[{"n": 1}]))
+    first = reader.load_shared("s", "t1")
+    assert first == reader.load_versioned("s", "t1")
+    assert reader.load_shared("s", "t1").value is first.value  # kept: not decoded again
+    writer.save("s", task("t1", COMPLETED, history=[{"n": 1}, {"n": 2}]))
+    second = reader.load_shared("s", "t1")
+    assert second == reader.load_versioned("s", "t1") and second.version > first.version
+    assert second.value["history"] == [{"n": 1}, {"n": 2}]
+    assert first.value["history"] == [{"n": 1}]  # what was handed out earlier is left as it was
+
+
+def test_a_shared_read_of_an_evicted_task_finds_nothing_and_a_reused_id_is_the_new_task(
+    make_task_store, clock
+) -> None:
+    reader, writer = make_task_store(max_tasks=1), make_task_store(max_tasks=1)
+    writer.save("s", task("t1", history=[{"n": "old"}]))
+    assert reader.load_shared("s", "t1").value is not None
+    clock.advance(1)
+    writer.save("s", task("t2"))  # evicts t1
+    assert reader.load_shared("s", "t1") == Versioned(None, 0)
+    clock.advance(1)
+    writer.save("s", task("t1", history=[{"n": "new"}]))  # evicts t2; t1 again, at a new version
+    assert reader.load_shared("s", "t1").value["history"] == [{"n": "new"}]
+
+
+def test_shared_reads_are_scoped(make_task_store) -> None:
+    reader, writer = make_task_store(), make_task_store()
+    writer.save("alice", task("t1", ctx="alice's"))
+    assert reader.load_shared("alice", "t1").value["contextId"] == "alice's"
+    assert reader.load_shared("bob", "t1") == Versioned(None, 0)
+    writer.save("bob", task("t1", ctx="bob's"))
+    assert reader.load_shared("bob", "t1").value["contextId"] == "bob's"
+    assert reader.load_shared("alice", "t1").value["contextId"] == "alice's"
+
+
 def test_eviction_takes_the_oldest_last_update_first(make_task_store, clock) -> None:
     """At capacity the terminal/paused task updated longest ago goes, not the one admitted first."""
     store = make_task_store(max_tasks=3)
