@@ -8,17 +8,18 @@ that in the commit it makes anyway, so a hit saves a round trip and a stale entr
 which the entry is dropped and the request recomputed on a fresh read. Correctness never depends on the cache.
 
 Entries are stored as JSON text and decoded on every hit, so no caller can mutate another's value; the cache
-is bounded by entries and bytes (least recently used first out) and safe across threads.
+is bounded by entries and bytes (least recently used first out, :mod:`stores.bounded_lru`) and safe across
+threads.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 
 from stores import codec
 from stores.base import StateStore, TaskWrite, Versioned
+from stores.bounded_lru import BoundedLru
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError
 
@@ -36,15 +37,12 @@ class CachingStateStore(StateStore):
         max_entries: int = 4096,
         max_bytes: int = 32 * 1024 * 1024,
     ) -> None:
-        if max_entries < 1 or max_bytes < 1:
-            raise ValueError("a read cache needs room for at least one entry")
         self.inner = inner
         self.kinds = frozenset(kinds)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, Key], _Entry] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._entries: BoundedLru[tuple[str, Key], _Entry] = BoundedLru(max_entries, max_bytes)
+        self._lock = threading.Lock()  # the counters'
         self.hits = 0
         self.misses = 0
 
@@ -58,12 +56,11 @@ class CachingStateStore(StateStore):
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
         wanted = list(dict.fromkeys(keys))
         cached: dict[Key, _Entry] = {}
+        for key in wanted:
+            entry = self._entries.get((scope, key)) if key[0] in self.kinds else None
+            if entry is not None:
+                cached[key] = entry
         with self._lock:
-            for key in wanted:
-                entry = self._entries.get((scope, key)) if key[0] in self.kinds else None
-                if entry is not None:
-                    self._entries.move_to_end((scope, key))
-                    cached[key] = entry
             self.hits += len(cached)
             self.misses += sum(1 for key in wanted if key[0] in self.kinds) - len(cached)
         missing = [key for key in wanted if key not in cached]
@@ -117,22 +114,8 @@ class CachingStateStore(StateStore):
 
     def _remember(self, scope: str, key: Key, text: str, version: int) -> None:
         # Characters stand for bytes: the same for the ASCII JSON artifacts are, and cheaper to count.
-        if len(text) > self.max_bytes:
-            return
-        with self._lock:
-            self._drop((scope, key))
-            self._entries[(scope, key)] = (text, version)
-            self._bytes += len(text)
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                _, (old, _version) = self._entries.popitem(last=False)
-                self._bytes -= len(old)
+        self._entries.put((scope, key), (text, version), len(text))
 
     def _forget(self, scope: str, keys: Iterable[Key]) -> None:
-        with self._lock:
-            for key in keys:
-                self._drop((scope, key))
-
-    def _drop(self, entry: tuple[str, Key]) -> None:
-        old = self._entries.pop(entry, None)
-        if old is not None:
-            self._bytes -= len(old[0])
+        for key in keys:
+            self._entries.discard((scope, key))

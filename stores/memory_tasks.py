@@ -126,7 +126,7 @@ class MemoryTaskStore(TaskStore):
             if kept is not None and kept[0] == entry.version:
                 return Versioned(kept[1], entry.version)
             value = decode(entry.text)
-            self._shared.put(ref, entry.version, value, entry.size)
+            self._shared.put(ref, (entry.version, value), entry.size)
             return Versioned(value, entry.version)
 
     def save(

@@ -133,7 +133,7 @@ class RedisTaskStore(TaskStore):
             return Versioned(kept[1], kept[0])
         body, version = reply
         value, number = decode(body), int(version)
-        self._shared.put(field, number, value, len(body))
+        self._shared.put(field, (number, value), len(body))
         return Versioned(value, number)
 
     def save(

@@ -10,52 +10,17 @@ bytes: 2 MiB of JSON is ~14 MiB of a worker's memory); least recently used first
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from typing import Generic, TypeVar
+from typing import TypeVar
 
+from stores.bounded_lru import BoundedLru
 from stores.jsontypes import JSON
 
 K = TypeVar("K")
 
 
-class SharedValues(Generic[K]):
+class SharedValues(BoundedLru[K, tuple[int, JSON]]):
+    """Decoded tasks by key, each with the version it was read at. A task over a quarter of the bound is not
+    kept (it would push out many small ones)."""
+
     def __init__(self, max_entries: int = 256, max_bytes: int = 2 * 1024 * 1024) -> None:
-        self._entries: OrderedDict[K, tuple[int, JSON, int]] = OrderedDict()
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> tuple[int, JSON] | None:
-        """The version and value kept for ``key`` (whatever its version), or ``None``."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                return None
-            self._entries.move_to_end(key)
-            return entry[0], entry[1]
-
-    def put(self, key: K, version: int, value: JSON, size: int) -> None:
-        """Keep ``value`` as ``key``'s at ``version``; ``size``: the bytes of its JSON text. A value larger
-        than a quarter of the bound is not kept (it would push out many small ones)."""
-        with self._lock:
-            self._drop(key)
-            if size > self._max_bytes // 4:
-                return
-            self._entries[key] = (version, value, size)
-            self._bytes += size
-            while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-                self._drop(next(iter(self._entries)))
-
-    def discard(self, key: K) -> None:
-        with self._lock:
-            self._drop(key)
-
-    def _drop(self, key: K) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            self._bytes -= entry[2]
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(max_entries, max_bytes, max_item_bytes=max_bytes // 4)

@@ -11,16 +11,16 @@ the request makes anyway expects their versions; if any changed, the commit conf
 and the request is computed afresh. Correctness never depends on the memo.
 
 Entries are JSON text, decoded on every hit (no caller can change another's copy), bounded by entries and
-bytes (least recently used first out), and safe across threads.
+bytes (least recently used first out, ``stores/bounded_lru.py``), and safe across threads.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from stores import codec
+from stores.bounded_lru import BoundedLru
 from stores.changes import Key
 from stores.jsontypes import JSON
 
@@ -37,13 +37,10 @@ class Replay:
 
 class AnswerMemo:
     def __init__(self, max_entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
-        if max_entries < 1 or max_bytes < 1:
-            raise ValueError("an answer memo needs room for at least one entry")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, str] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._entries: BoundedLru[str, str] = BoundedLru(max_entries, max_bytes)
+        self._lock = threading.Lock()  # the counters'
         self.hits = 0
         self.misses = 0
 
@@ -57,37 +54,21 @@ class AnswerMemo:
         return codec.dumps([scope, operation, _sorted(args)])
 
     def get(self, key: str) -> Replay | None:
+        text = self._entries.get(key)
         with self._lock:
-            text = self._entries.get(key)
             if text is None:
                 self.misses += 1
                 return None
-            self._entries.move_to_end(key)
             self.hits += 1
         outcome, reads = codec.loads(text)
         return Replay(outcome, {(kind, ident): (value, version) for kind, ident, value, version in reads})
 
     def remember(self, key: str, outcome: JSON, reads: Reads) -> None:
         text = codec.dumps([outcome, [[k[0], k[1], value, version] for k, (value, version) in reads.items()]])
-        size = len(text) + len(key)  # characters stand for bytes, as in the read cache
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            self._drop(key)
-            self._entries[key] = text
-            self._bytes += size
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                old_key, old = self._entries.popitem(last=False)
-                self._bytes -= len(old) + len(old_key)
+        self._entries.put(key, text, len(text) + len(key))  # characters stand for bytes, as in the read cache
 
     def forget(self, key: str) -> None:
-        with self._lock:
-            self._drop(key)
-
-    def _drop(self, key: str) -> None:
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self._bytes -= len(old) + len(key)
+        self._entries.discard(key)
 
 
 def _sorted(value: object) -> object:
