@@ -39,12 +39,18 @@ class CachingStateStore(StateStore):
     ) -> None:
         self.inner = inner
         self.kinds = frozenset(kinds)
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
         self._entries: BoundedLru[tuple[str, Key], _Entry] = BoundedLru(max_entries, max_bytes)
         self._lock = threading.Lock()  # the counters'
         self.hits = 0
         self.misses = 0
+
+    @property
+    def max_entries(self) -> int:
+        return self._entries.max_entries
+
+    @property
+    def max_bytes(self) -> int:
+        return self._entries.max_bytes
 
     @property
     def origin(self) -> StateStore:

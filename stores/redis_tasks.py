@@ -108,9 +108,13 @@ class RedisTaskStore(TaskStore):
         now = float(self._clock())
         return repr(now), repr(now - float(self.limits.paused_ttl_seconds))
 
-    def load_versioned(self, scope: str, task_id: str) -> Versioned:
+    def _read(self, scope: str, field: str, held: str = "") -> Any:
+        """``lua/task_load.lua``'s reply for a task field (``held``: the version already decoded here)."""
         _, cutoff = self._times()
-        reply = self._load(self._keys(scope), [keys.task_field(scope, task_id), cutoff])
+        return self._load(self._keys(scope), [field, cutoff, held])
+
+    def load_versioned(self, scope: str, task_id: str) -> Versioned:
+        reply = self._read(scope, keys.task_field(scope, task_id))
         if not reply:
             return Versioned(None, 0)
         body, version = reply
@@ -120,11 +124,9 @@ class RedisTaskStore(TaskStore):
         """The same one EVALSHA, told the version this worker already holds decoded: when that is still the
         stored version the script answers it alone, and neither the body's bytes nor its decoding are
         spent again (a polled task, :mod:`stores.shared_reads`)."""
-        _, cutoff = self._times()
         field = keys.task_field(scope, task_id)
         kept = self._shared.get(field)
-        held = "" if kept is None else str(kept[0])
-        reply = self._load(self._keys(scope), [field, cutoff, held])
+        reply = self._read(scope, field, "" if kept is None else str(kept[0]))
         if not reply:
             self._shared.discard(field)
             return Versioned(None, 0)

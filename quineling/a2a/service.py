@@ -520,18 +520,17 @@ class A2AService:
 
     def _load(self, ctx: CallContext, task_id: str) -> JSON:
         """The task for a caller that only reads it (shared: never change it, :meth:`TaskStore.load_shared`)."""
-        try:
-            task = self.task_store.load_shared(ctx.scope, task_id).value
-        except StoreError as exc:
-            raise store_failure(exc) from exc
+        task = self._load_versioned(ctx, task_id, shared=True).value
         if task is None:
             raise _task_not_found(task_id)
         return task
 
-    def _load_versioned(self, ctx: CallContext, task_id: str) -> Versioned:
-        """The task and its version for a read-modify-write; ``Versioned(None, 0)`` when it is not there."""
+    def _load_versioned(self, ctx: CallContext, task_id: str, *, shared: bool = False) -> Versioned:
+        """The task and its version for a read-modify-write (``shared``: for a read only); ``Versioned(None,
+        0)`` when it is not there."""
+        load = self.task_store.load_shared if shared else self.task_store.load_versioned
         try:
-            return self.task_store.load_versioned(ctx.scope, task_id)
+            return load(ctx.scope, task_id)
         except StoreError as exc:
             raise store_failure(exc) from exc
 

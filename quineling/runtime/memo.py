@@ -37,8 +37,6 @@ class Replay:
 
 class AnswerMemo:
     def __init__(self, max_entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
         self._entries: BoundedLru[str, str] = BoundedLru(max_entries, max_bytes)
         self._lock = threading.Lock()  # the counters'
         self.hits = 0
