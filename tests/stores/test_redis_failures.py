@@ -1,6 +1,7 @@
 """The Redis backend under failure: which driver errors are outages, which calls are repeated once after a
 connection error, server states that refuse writes, and ListTasks pages that stay newest first while their
-tasks change between the listing's two reads."""
+tasks change between the listing's two reads, and scripts written to the connection directly (replies, errors, a
+forgotten script, a late reply, a closed connection)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import redis
 from redis import exceptions as rex
 
+import stores.redis_connection as redis_connection
 import stores.redis_tasks as redis_tasks
 from quineling.a2a.task_facts import describe_task
 from stores import ChangeSet, RedisBackend, StoreError, StoreUnavailable, TaskLimits, TaskQuery, TaskStore
@@ -211,6 +213,102 @@ def test_a_flushed_script_cache_is_reloaded(private: Any) -> None:
     admin.script_flush()
     store.save("s", task("t", INPUT, ts="2026-01-02T00:00:00Z"))
     assert store.load("s", "t")["status"]["timestamp"] == "2026-01-02T00:00:00Z"  # type: ignore[index]
+
+
+# --- scripts written to the connection directly (Connection._evalsha) --------------------------------------
+
+# Every kind of reply a script can give, and its arguments echoed back.
+ALL_REPLIES = "return {1, 'two', {3, false, {}}, redis.status_reply('OK'), KEYS[1], ARGV[1], #ARGV}"
+# Runs for ARGV[1] milliseconds (busy, on the server's clock), then answers ARGV[2].
+BUSY_THEN = """
+local t = redis.call('TIME')
+local until_us = (tonumber(t[1]) * 1000000 + tonumber(t[2])) + tonumber(ARGV[1]) * 1000
+repeat t = redis.call('TIME') until tonumber(t[1]) * 1000000 + tonumber(t[2]) >= until_us
+return ARGV[2]
+"""
+
+
+def probe(monkeypatch: pytest.MonkeyPatch, conn: Connection, source: str, **options: Any) -> Any:
+    """``source`` registered as a script of ``conn`` (as the stores' own scripts are), ready to call."""
+    known = redis_connection.lua_source
+    name = f"probe-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(
+        redis_connection, "lua_source", lambda *names: source if names == (name,) else known(*names)
+    )
+    return conn.script(name, **options)
+
+
+@pytest.fixture(params=["fakeredis", pytest.param("redis", marks=[pytest.mark.redis, needs_redis])])
+def client(request: pytest.FixtureRequest) -> Iterator[Any]:
+    made = fakeredis.FakeRedis() if request.param == "fakeredis" else redis.Redis.from_url(REDIS_URL)
+    yield made
+    made.close()
+
+
+def test_a_script_answers_what_redis_py_would(monkeypatch: pytest.MonkeyPatch, client: Any) -> None:
+    conn = Connection(client)
+    call = probe(monkeypatch, conn, ALL_REPLIES, repeatable=True)
+    through_redis_py = client.register_script(ALL_REPLIES)(["k"], ["é", 2.5, 7], client=client)
+    assert call(["k"], ["é", 2.5, 7]) == through_redis_py
+    assert through_redis_py[:2] == [1, b"two"] and through_redis_py[5:] == ["é".encode(), 3]
+    assert conn.round_trips == 1
+
+
+def test_a_script_error_is_a_store_error_and_the_connection_stays_usable(
+    monkeypatch: pytest.MonkeyPatch, client: Any
+) -> None:
+    conn = Connection(client)
+    failing_script = probe(
+        monkeypatch, conn, "return redis.error_reply('ERR no such thing')", repeatable=True
+    )
+    with pytest.raises(StoreError, match="no such thing") as caught:
+        failing_script([], [])
+    assert not isinstance(caught.value, StoreUnavailable)
+    assert probe(monkeypatch, conn, ALL_REPLIES, repeatable=True)(["k"], ["v"])[5] == b"v"
+
+
+def test_a_script_the_server_forgot_is_loaded_again(monkeypatch: pytest.MonkeyPatch, client: Any) -> None:
+    conn = Connection(client)
+    call = probe(monkeypatch, conn, ALL_REPLIES, repeatable=False)
+    assert call(["k"], ["first"])[5] == b"first"
+    client.script_flush()
+    assert call(["k"], ["second"])[5] == b"second"  # NOSCRIPT, SCRIPT LOAD, the call again
+    assert conn.round_trips == 2  # the reload is part of the call, not a repeat of it
+
+
+@needs_redis_server
+def test_a_reply_that_came_too_late_is_never_taken_for_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call that times out leaves its connection dropped (by the failed read, or by the check before the next
+    call, which finds unread bytes): the late reply must not answer the next call."""
+    with private_redis() as server:
+        backend = RedisBackend(server.url, prefix="late", socket_timeout=0.3, socket_connect_timeout=1)
+        call = probe(monkeypatch, backend.connection, BUSY_THEN, repeatable=True)
+        try:
+            with pytest.raises(StoreUnavailable, match="Timeout"):
+                call([], [700, "late"])
+            time.sleep(0.6)  # the script has ended: its reply has reached the socket it was asked on
+            assert call([], [0, "own"]) == b"own"
+        finally:
+            backend.close()
+
+
+@needs_redis_server
+def test_a_connection_the_server_closed_is_replaced_before_a_script_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with private_redis() as server:
+        backend = RedisBackend(server.url, prefix="killed", socket_timeout=1, socket_connect_timeout=1)
+        admin = redis.Redis.from_url(server.url)
+        write = probe(monkeypatch, backend.connection, ALL_REPLIES, repeatable=False)  # never repeated
+        try:
+            assert write(["k"], ["before"])[5] == b"before"
+            assert admin.client_kill_filter(_type="normal", skipme=True) >= 1
+            time.sleep(0.05)  # the close reaches our socket
+            assert write(["k"], ["after"])[5] == b"after"  # the dead connection was dropped, not written to
+            assert backend.connection.round_trips == 2
+        finally:
+            admin.close()
+            backend.close()
 
 
 # --- ListTasks: one consistent page although it is read in two steps -------------------------------------
