@@ -6,6 +6,8 @@ forgotten script, a late reply, a closed connection)."""
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -24,6 +26,7 @@ from stores import ChangeSet, RedisBackend, StoreError, StoreUnavailable, TaskLi
 from stores.listing import parse_instant
 from stores.redis_connection import Connection
 from tests.conftest import REDIS_URL, BackendMaker, needs_redis
+from tests.support.live import ROOT
 from tests.support.redis_keys import delete_under
 from tests.support.redis_server import needs_redis_server, private_redis
 
@@ -441,3 +444,19 @@ def test_pages_stay_newest_first_under_concurrent_updates() -> None:
     finally:
         backend.close()
         delete_under(REDIS_URL, prefix)
+
+
+def test_the_connection_check_polls_the_os_socket_under_gevent_too() -> None:
+    """gevent's patched poll would switch to its hub on every Redis call (~25 µs); a zero-timeout poll never
+    blocks, so the check uses the OS's (the worker's turns are taken per request instead)."""
+    probe_code = (
+        "from gevent import monkey; monkey.patch_all()\n"
+        "import select\n"
+        "from stores.redis_connection import _os_poll\n"
+        "assert select.poll is not monkey.get_original('select', 'poll'), 'gevent patched nothing'\n"
+        "assert _os_poll() is monkey.get_original('select', 'poll')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe_code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
