@@ -36,6 +36,7 @@ import pytest
 import requests
 
 from quineling.auth.keyfile import add_key
+from quineling.auth.watch import CHECK_SECONDS
 from quineling.config import Settings
 from tests.deploy.conftest import load_topology
 from tests.interop.conftest import sdk_unavailable
@@ -267,8 +268,10 @@ def test_the_official_js_client_through_the_balancer(topology: Any) -> None:
     if node is None or not (JS_DIR / "node_modules" / "@a2a-js" / "sdk").exists():
         sdk_unavailable("node or @a2a-js/sdk is missing (bash tests/interop/js/install.sh)")
     other = add_key(topology.keys_file, f"other-{uuid.uuid4().hex[:8]}")  # the keys file reaches every host
-    # Each host reloads the keys file on its own: wait until every one of them knows the new key, or the
-    # balancer may send one of the other principal's calls to a host that answers it 401.
+    written = time.monotonic()
+    # Each worker of each host reloads the keys file on its own, at its first request a check interval after
+    # its last check: wait until every host knows the new key and that interval has passed since the write,
+    # or the balancer may send one of the other principal's calls to a worker that answers it 401.
     for app in topology.apps:
         deadline = time.monotonic() + 15
         while requests.get(f"{topology.app_url(app)}/a2a/rest/tasks?pageSize=1", timeout=5, headers={
@@ -276,6 +279,7 @@ def test_the_official_js_client_through_the_balancer(topology: Any) -> None:
         }).status_code == 401:  # fmt: skip
             assert time.monotonic() < deadline, f"{app} never loaded the new key"
             time.sleep(0.2)
+    time.sleep(max(0.0, written + CHECK_SECONDS + 0.25 - time.monotonic()))
     offset = len(topology.access_log.read_text())
     env = {**os.environ, "A2A_TOKEN": topology.token, "A2A_OTHER_TOKEN": other}
     proc = subprocess.run(
@@ -288,7 +292,8 @@ def test_the_official_js_client_through_the_balancer(topology: Any) -> None:
     assert out["subscribed"][0] == {"kind": "task", "state": WAITING}
     assert out["subscribed"][-1] == {"kind": "statusUpdate", "state": CANCELED}
     assert out["canceled"]["state"] == CANCELED
-    assert out["otherGet"]["isTaskNotFound"] and out["otherCancel"]["isTaskNotFound"], out
+    assert out["otherGet"]["isTaskNotFound"], out["otherGet"]
+    assert out["otherCancel"]["isTaskNotFound"], out["otherCancel"]
     lines = access_log_since(topology, offset)
     asked = out["canceled"]["id"]
     # The owner's subscribe and cancel (the other principal's cancel, refused, comes after).
