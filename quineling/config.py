@@ -554,8 +554,9 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # greenlet for at most this long).
         "keepalive": 5,
         "post_worker_init": _watch_worker,
-        # Under gevent, every request first gives the other connections one turn (take_turn_then_remember).
-        "pre_request": take_turn_then_remember if settings.worker_class == "gevent" else remember_request,
+        "pre_request": remember_request,
+        # Under gevent, every answered request gives the other connections one turn (take_turn).
+        **({"post_request": take_turn} if settings.worker_class == "gevent" else {}),
         "accesslog": "-" if settings.access_log else None,
         "when_ready": when_ready_hook(settings),  # the start banner, and a store unreachable at start-up
         "access_log_format": TEXT_ACCESS_FORMAT,
@@ -585,23 +586,24 @@ def remember_request(worker: Any, req: Any) -> None:
         _requests_by_input[body] = weakref.ref(req)
 
 
-# How long a request waits for its turn (take_turn_then_remember): any timer, however short, makes the wait a
-# full turn of gevent's loop — every connection that is ready by then is served first.
+# How long a served greenlet waits for its turn (take_turn): any timer, however short, makes the wait a full
+# turn of gevent's loop — every connection that is ready by then is served first.
 TURN_SECONDS = 1e-6
 
 
-def take_turn_then_remember(worker: Any, req: Any) -> None:
-    """The gevent worker's ``pre_request`` hook: one turn of the event loop, then :func:`remember_request`.
+def take_turn(worker: Any, req: Any, environ: Any, resp: Any) -> None:
+    """The gevent worker's ``post_request`` hook: once a request is answered, one turn of the event loop.
 
     A greenlet gives up the worker only where it waits. A request that waits for nothing (the memory store, a
     cache hit) on a connection whose next request is already there (keep-alive, pipelining: gunicorn parses
     it from its buffer) would be served again and again while requests on other connections wait: their
-    latency is then the busy connection's whole run. The turn, about 4 µs, serves every ready connection's
-    request first (docs/deployment.md, "Worker model")."""
+    latency is then the busy connection's whole run. The turn (about 4 µs) serves every ready connection's
+    request first. Taken after the answer rather than before the next request, it usually ends with that
+    next request already arrived, so the greenlet reads it without waiting on its socket: the turn costs
+    about nothing more (docs/deployment.md, "Worker model")."""
     import gevent  # type: ignore[import-untyped]  # the worker's, after its monkey-patching (loaded in the master)
 
     gevent.sleep(TURN_SECONDS)
-    remember_request(worker, req)
 
 
 def close_connection(wsgi_input: object) -> None:

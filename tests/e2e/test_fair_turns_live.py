@@ -1,8 +1,8 @@
-"""A busy connection cannot hold a gevent worker (quineling.config.take_turn_then_remember, docs/deployment.md,
-"Worker model"): a greenlet gives up the worker only where it waits, and a request on the memory store waits
+"""A busy connection cannot hold a gevent worker (quineling.config.take_turn, docs/deployment.md, "Worker
+model"): a greenlet gives up the worker only where it waits, and a request on the memory store waits
 for nothing. A client that pipelines many requests on one connection had them all served back to back, since
 gunicorn parses each next one from its buffer, while a request on another connection waited for the whole
-run. Each request now first gives the other connections one turn of the loop."""
+run. Each answered request now gives the other connections one turn of the loop."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 
-from quineling.config import gunicorn_options, load_settings, remember_request, take_turn_then_remember
+from quineling.config import gunicorn_options, load_settings, take_turn
 from tests.support.bindings import V1
 from tests.support.live import live_server
 from tests.support.messages import data, user_message
@@ -31,9 +31,9 @@ def rpc_bytes(method: str, params: dict[str, object]) -> bytes:
 
 
 def test_the_turn_is_taken_under_gevent_only() -> None:
-    assert gunicorn_options(load_settings(env={}))["pre_request"] is take_turn_then_remember
+    assert gunicorn_options(load_settings(env={}))["post_request"] is take_turn
     gthread = load_settings(env={"QUINELING_WORKER_CLASS": "gthread"})
-    assert gunicorn_options(gthread)["pre_request"] is remember_request
+    assert "post_request" not in gunicorn_options(gthread)  # threads are preempted
 
 
 def test_a_request_on_another_connection_is_served_during_a_pipelined_run() -> None:
