@@ -3,6 +3,7 @@ start-up so a bad value fails with a message naming the variable."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import ipaddress
 import math
@@ -621,8 +622,13 @@ _serving_worker: Any = None
 
 
 def _watch_worker(worker: Any) -> None:
+    """gunicorn's ``post_worker_init`` hook, run once the worker has loaded the app."""
     global _serving_worker
     _serving_worker = worker
+    # What the app's import and start made (~60,000 objects: modules, schemas, the runtime's tables) lives as
+    # long as the worker: out of the collector's sight, a full collection scans what requests leave behind
+    # only — 0.5 ms instead of 36 ms of a paused worker, measured (docs/performance.md, "Memory").
+    gc.freeze()
 
 
 def worker_stopping() -> bool:
