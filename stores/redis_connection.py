@@ -139,16 +139,20 @@ def lua_source(*names: str) -> str:
 def _os_poll() -> Callable[[], Any]:
     """``select.poll`` as the OS provides it, also where gevent has patched ``select``: a poll with a zero timeout
     never blocks, so it needs no event loop. gevent's would start watchers and a timeout and switch to its
-    hub for it: about 25 µs against 1 µs, on every Redis call (the worker's turns are taken per request,
-    quineling.config.take_turn)."""
+    hub for it: about 25 µs against 1 µs, on every Redis call (the worker's turns are taken after each
+    answer, quineling.config.take_turn)."""
     monkey = sys.modules.get("gevent.monkey")
     poll: Callable[[], Any] = monkey.get_original("select", "poll") if monkey else select.poll
     return poll
 
 
+# Resolved once: imported before gevent patches ``select`` this is the OS's poll already, and after, its original.
+_OS_POLL = _os_poll()
+
+
 def _readable_now(sock: Any) -> bool:
     """Whether the socket has bytes to read or has been closed by the other side, without waiting."""
-    poller = _os_poll()()
+    poller = _OS_POLL()
     poller.register(sock.fileno(), select.POLLIN)
     return bool(poller.poll(0))
 
@@ -418,11 +422,12 @@ class Connection:
         conn = None if self.cluster else client.connection
         if conn is None:
             return script(keys_, args, client=client)
+        arguments = (len(keys_), *keys_, *args)
         try:
-            return self._send(conn, "EVALSHA", script.sha, len(keys_), *keys_, *args)
+            return self._send(conn, "EVALSHA", script.sha, *arguments)
         except rex.NoScriptError:
             script.sha = client.script_load(script.script)
-            return self._send(conn, "EVALSHA", script.sha, len(keys_), *keys_, *args)
+            return self._send(conn, "EVALSHA", script.sha, *arguments)
 
     def _send(self, conn: Any, *command: Any) -> Any:
         """``command`` on a redis-py connection, its reply as read (scripts' replies take no callback)."""

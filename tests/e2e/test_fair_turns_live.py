@@ -21,8 +21,11 @@ PIPELINED = 400
 STATUS = b"HTTP/1.1 200 "
 
 
-def rpc_bytes(method: str, params: dict[str, object]) -> bytes:
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+def rpc_body(method: str, params: dict[str, object]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+def raw_request(body: bytes) -> bytes:
     head = (
         f"POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"A2A-Version: {V1['A2A-Version']}\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -40,22 +43,19 @@ def test_a_request_on_another_connection_is_served_during_a_pipelined_run() -> N
     with live_server(worker_class="gevent") as server:
         setup = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
         message = user_message(data({"operation": "parse", "thought": "[1] | sum"}))
-        body = json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-        )
+        body = rpc_body("SendMessage", {"message": message})
         setup.request("POST", "/a2a/jsonrpc", body, {"Content-Type": "application/json", **V1})
         task_id = json.loads(setup.getresponse().read())["result"]["task"]["id"]
         setup.close()
-        get = rpc_bytes("GetTask", {"id": task_id})
+        get = rpc_body("GetTask", {"id": task_id})
 
         busy = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         answered = [0]  # the busy connection's answers received so far
         done = threading.Event()
 
         def read_busy() -> None:
-            tail = (
-                b""  # the end of what was read, shorter than a status line: one split by a read counts once
-            )
+            # The end of what was read, shorter than a status line: one split by a read counts once.
+            tail = b""
             while answered[0] < PIPELINED:
                 chunk = busy.recv(1 << 16)
                 if not chunk:
@@ -67,11 +67,12 @@ def test_a_request_on_another_connection_is_served_during_a_pipelined_run() -> N
 
         reader = threading.Thread(target=read_busy, daemon=True)
         reader.start()
-        busy.sendall(get * PIPELINED)  # every request at once: the worker never has to wait for the next
+        busy.sendall(
+            raw_request(get) * PIPELINED
+        )  # every request at once: the worker never has to wait for the next
         other = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         started = time.monotonic()
-        other.request("POST", "/a2a/jsonrpc", get[get.index(b"\r\n\r\n") + 4 :],
-                      {"Content-Type": "application/json", **V1})  # fmt: skip
+        other.request("POST", "/a2a/jsonrpc", get, {"Content-Type": "application/json", **V1})
         reply = json.loads(other.getresponse().read())
         waited, busy_answered = time.monotonic() - started, answered[0]
         assert reply["result"]["id"] == task_id
