@@ -135,8 +135,9 @@ def task_events_prefix(prefix: str, partition: str) -> str:
 
 def partition_keys(prefix: str, partition: str) -> list[str]:
     """Every fixed key a partition's writes create: its state scope's (with its retention keys) and its tasks'
-    (not the per-task event streams, which go with their task or on their own TTL, nor the
-    :func:`scope_registry`, which names the partition as a member). Deleting these deletes the partition."""
+    (not the per-task event streams, which go with their task or on their own TTL, nor the writes' recorded
+    replies (:func:`operation`), which go on their TTL of two minutes, nor the :func:`scope_registry`, which
+    names the partition as a member). Deleting these deletes the partition."""
     return [
         documents(prefix, partition),
         versions(prefix, partition),
@@ -145,8 +146,6 @@ def partition_keys(prefix: str, partition: str) -> list[str]:
         *task_keys(prefix, partition).values(),
         task_identity(prefix, partition),
         *task_claims(prefix, partition),
-        *operations(documents(prefix, partition)),  # commits' and resets' (their first key)
-        *operations(task_keys(prefix, partition)["data"]),  # task saves'
     ]
 
 
@@ -158,11 +157,10 @@ def scope_registry(prefix: str) -> str:
     return f"{prefix}:{{#scopes}}:live"
 
 
-def operations(key: str) -> list[str]:
-    """The recorded replies of the write script calls whose first key is ``key`` (``stores/lua/once.lua``): a
-    hash (operation id → reply) and a sorted set (operation id → when, ms). Their names start with ``key``, so
-    they carry its hash tag and lie in its slot."""
-    return [f"{key}:ops", f"{key}:ops-at"]
+def operation(key: str, operation_id: str) -> str:
+    """String, with a TTL: the recorded reply of one write script call whose first key is ``key``
+    (``stores/lua/once.lua``). Its name starts with ``key``, so it carries its hash tag and lies in its slot."""
+    return f"{key}:op:{operation_id}"
 
 
 def all_keys_pattern(prefix: str) -> str:

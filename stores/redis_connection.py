@@ -405,9 +405,8 @@ class Connection:
             )
 
         def call_once(keys_: Sequence[str], args: Sequence[Any]) -> Any:
-            recorded = [*keys_, *keys.operations(keys_[0])]
-            operation = [*args, secrets.token_hex(12)]  # one id per call, the same for its repeats
-            return self._guard(lambda: self._evalsha(script, recorded, operation), repeatable=repeatable)
+            recorded = [*keys_, keys.operation(keys_[0], secrets.token_hex(12))]  # the same for its repeats
+            return self._guard(lambda: self._evalsha(script, recorded, args), repeatable=repeatable)
 
         return call_once
 

@@ -196,8 +196,8 @@ def test_a_doubled_call_answers_the_first_reply(make_backend: Any, clock: FakeCl
     stream = store_keys.task_events(backend.prefix, "s/u", "t")
     _, _, args = tasks._write_args("s/u", task("t"), [{"e": 2}], None, None)  # type: ignore[attr-defined]
     claims = tasks._claim_keys("s/u")  # type: ignore[attr-defined]
-    recorded = [*names, stream, *claims, *store_keys.operations(names[0])]
-    first = script(recorded, [*args, "fixed-op"], client=conn.shared)
-    second = script(recorded, [*args, "fixed-op"], client=conn.shared)
+    recorded = [*names, stream, *claims, store_keys.operation(names[0], "fixed-op")]
+    first = script(recorded, args, client=conn.shared)
+    second = script(recorded, args, client=conn.shared)
     assert first == second and len(tasks.read_events("s/u", "t", None, 0)) == 2  # e:1 and e:2, once
     assert tasks.load_versioned("s/u", "t").version == int(first[2])

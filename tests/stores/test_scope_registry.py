@@ -121,8 +121,11 @@ def test_partition_keys_name_every_key_a_partitions_writes_create(
     backend.state_store().commit("alice:acme", ChangeSet(put={("doc", "plain"): {}}))  # a commit of its own
     written = {k.decode() for k in keys_under(backend.connection.shared, backend.prefix)}
     streams = {k for k in written if ":events:" in k}
-    assert streams, written
-    assert written - streams == set(store_keys.partition_keys(backend.prefix, "alice:acme"))
+    operations = {k for k in written if ":op:" in k}  # every write's recorded reply, on its own TTL
+    assert streams and operations, written
+    client = backend.connection.shared
+    assert all(0 < client.pttl(k) <= 120_000 for k in operations)
+    assert written - streams - operations == set(store_keys.partition_keys(backend.prefix, "alice:acme"))
 
 
 def test_renewals_are_remembered_so_admitting_a_live_scope_costs_no_round_trip(
