@@ -90,7 +90,7 @@ def task_keys(prefix: str, partition: str) -> dict[str, str]:
         "data": f"{tag}:data",  # hash: task field → task JSON
         "info": f"{tag}:info",  # hash: task field → listing info JSON {ts, ctx, state}
         "seq": f"{tag}:seq",  # hash: task field → immutable admission sequence
-        "evictable": f"{tag}:evictable",  # zset: terminal/paused task fields by last update
+        "evictable": f"{tag}:evictable",  # zset: terminal/paused task fields by their last save's version
         "paused": f"{tag}:paused",  # zset: paused task fields by last update (lazy expiry)
         "stats": f"{tag}:stats",  # hash: count, bytes, next_seq, next_ver
         "version": f"{tag}:ver",  # hash: task field → version (from stats next_ver; absent task = 0)

@@ -3,7 +3,7 @@
 -- KEYS[1]  data hash:      task field -> task JSON
 -- KEYS[2]  info hash:      task field -> listing info JSON
 -- KEYS[3]  seq hash:       task field -> admission sequence
--- KEYS[4]  evictable zset: terminal/paused task fields scored by last update
+-- KEYS[4]  evictable zset: terminal/paused task fields scored by their last save's version (task_write.lua)
 -- KEYS[5]  paused zset:    paused task fields scored by last update
 -- KEYS[6]  stats hash:     count, bytes, next_seq, next_ver
 -- KEYS[7]  version hash:   task field -> version (absent task = version 0)

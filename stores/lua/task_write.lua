@@ -69,8 +69,9 @@ local function check_task_write(w)
   local exists = redis.call('HEXISTS', KEYS[1], field) == 1
   local previous = 0
   if exists then previous = redis.call('HSTRLEN', KEYS[1], field) end
-  local count = tonumber(redis.call('HGET', KEYS[6], 'count') or '0') + (exists and 0 or 1)
-  local bytes = tonumber(redis.call('HGET', KEYS[6], 'bytes') or '0') - previous + size
+  local stats = redis.call('HMGET', KEYS[6], 'count', 'bytes')
+  local count = tonumber(stats[1] or '0') + (exists and 0 or 1)
+  local bytes = tonumber(stats[2] or '0') - previous + size
 
   -- Plan the eviction (oldest last update first, never this task, never an active one); it is committed
   -- only together with the save, once the task is shown to fit. Candidates come in small pages: at
@@ -93,6 +94,21 @@ local function check_task_write(w)
     offset = offset + page
   end
   return {plan = {exists = exists, previous = previous, size = size, victims = victims}}
+end
+
+-- The evictable set is scored by the version of each task's last save: the partition's commit order, so
+-- "oldest last update first" is exact across hosts and clocks, and scores are integers, which a small sorted
+-- set (a listpack) compares as integers; scored by time they were parsed as decimals on every comparison,
+-- most of a save's sorted-set cost. Entries scored by time (stored before, or by a worker of the earlier
+-- release during a rolling upgrade) lie above every version: they are rescored, keeping their order, below
+-- every version to come.
+local function order_by_version(version)
+  local top = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
+  if #top == 0 or tonumber(top[2]) <= version then return end
+  local fields = redis.call('ZRANGE', KEYS[4], 0, -1)
+  for i, candidate in ipairs(fields) do
+    redis.call('ZADD', KEYS[4], i - #fields - 1, candidate)
+  end
 end
 
 local function apply_task_write(w, plan, stream)
@@ -120,7 +136,8 @@ local function apply_task_write(w, plan, stream)
   redis.call('ZREM', KEYS[4], field)
   redis.call('ZREM', KEYS[5], field)
   if w.retention ~= 'active' then
-    redis.call('ZADD', KEYS[4], w.now, field)
+    order_by_version(version)
+    redis.call('ZADD', KEYS[4], version, field)
   end
   if w.retention == 'paused' then
     redis.call('ZADD', KEYS[5], w.now, field)
