@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
 
+import hiredis
 import redis
 from redis import exceptions as rex
 from redis.backoff import ExponentialBackoff
@@ -432,8 +433,16 @@ class Connection:
         """``command`` on a redis-py connection, its reply as read (scripts' replies take no callback)."""
         if self._observer is not None:
             self._observer(command)
-        conn.send_packed_command(conn.pack_command(*command), check_health=False)
+        conn.send_packed_command([pack(command)], check_health=False)
         return conn.read_response()
+
+
+def pack(command: tuple[Any, ...]) -> bytes:
+    """``command`` in the Redis protocol, by hiredis (redis-py's own dependency here), byte for byte what
+    ``Connection.pack_command`` makes of the strings, numbers and bytes the stores send: that wrapper walks
+    the arguments once more in Python first, 22 µs of a commit's 52 arguments against 7 µs."""
+    packed: bytes = hiredis.pack_command(command)
+    return packed
 
 
 def once_source(*names: str) -> str:

@@ -257,6 +257,19 @@ def test_a_script_answers_what_redis_py_would(monkeypatch: pytest.MonkeyPatch, c
     assert conn.round_trips == 1
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("EVALSHA", "6a09746e", 2, "q:{s}:doc", "q:{s}:ver", "1796297702.8539233", "é ü", 0, -3, 10**20),
+        ("EVALSHA", "sha", 0, 0.1, 1796297702.8539233, 1e-7, float(2**60), b"\x00\xff bytes", "", " a b "),
+        ("SCRIPT", "LOAD", "return {1, 'two'}"),
+    ],
+)
+def test_commands_are_packed_as_redis_py_packs_them(command: tuple[Any, ...]) -> None:
+    packed_by_redis_py = b"".join(redis.Redis().connection_pool.make_connection().pack_command(*command))
+    assert redis_connection.pack(command) == packed_by_redis_py
+
+
 def test_a_script_error_is_a_store_error_and_the_connection_stays_usable(
     monkeypatch: pytest.MonkeyPatch, client: Any
 ) -> None:
