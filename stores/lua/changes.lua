@@ -202,10 +202,7 @@ local function apply_changes(c, s)
   end
   for x = 0, c.n_extend - 1 do
     local at = c.extends_at + 2 * x
-    local current = redis.call('ZSCORE', s.expiries, ARGV[at])
-    if current and tonumber(ARGV[at + 1]) > tonumber(current) then
-      redis.call('ZADD', s.expiries, ARGV[at + 1], ARGV[at])
-    end
+    redis.call('ZADD', s.expiries, 'XX', 'GT', ARGV[at + 1], ARGV[at])  -- only a later expiry of a lease
   end
   return written
 end
