@@ -63,6 +63,30 @@ class Server:
     artifact_id: str = ""
     notes: dict[str, Any] = field(default_factory=dict)
     prefix: str = ""  # this server's store key prefix (a shared cluster is cleaned by prefix, never flushed)
+    store_pids: list[int] = field(default_factory=list)  # the local Redis servers it uses (their CPU too)
+
+
+def local_store_pids(store_url: str) -> list[int]:
+    """The processes of the Redis server(s) behind ``store_url`` when they run on this machine (their
+    ``INFO server`` process id is a live process here), so a row can say what the store spent on it; none
+    for the memory store or a remote Redis."""
+    import redis
+
+    from stores.cluster_url import cluster_hosts
+
+    if store_url.startswith(("redis+cluster://", "rediss+cluster://")):
+        clients = [redis.Redis(host=host, port=port) for host, port in cluster_hosts(store_url)]
+    elif store_url.startswith(("redis://", "rediss://", "unix://")):
+        clients = [redis.Redis.from_url(store_url)]
+    else:
+        return []
+    pids = []
+    for client in clients:
+        with client:
+            pid = int(client.info("server")["process_id"])
+        if Path(f"/proc/{pid}/stat").exists() and pid not in pids:
+            pids.append(pid)
+    return pids
 
 
 def tree_pids(pid: int) -> list[int]:
@@ -129,7 +153,7 @@ def quineling(store_url: str, workers: int, worker_class: str, threads: int, key
         wait_healthy(port, proc)
         time.sleep(0.3 * workers)  # every worker booted
         name = "quineling" if root == ROOT else f"quineling@{root.name}"
-        server = Server(name, port, proc.pid, prefix=prefix)
+        server = Server(name, port, proc.pid, prefix=prefix, store_pids=local_store_pids(store_url))
         prime(server)
         yield server
     finally:
@@ -183,7 +207,7 @@ def wrk(server: Server, scenario: str, clients: int, seconds: float) -> dict[str
         prime(server)  # and again after the warm-up's sends
         env.update(BENCH_TASK=server.task_id, BENCH_ARTIFACT=server.artifact_id)
     pids = tree_pids(server.pid)
-    cpu_before = probes.cpu_seconds(pids)
+    cpu_before, store_before = probes.cpu_seconds(pids), probes.cpu_seconds(server.store_pids)
     proc = subprocess.Popen([*base, "-d", f"{seconds:g}s", url], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)  # fmt: skip
     generator = 0.0
@@ -195,6 +219,7 @@ def wrk(server: Server, scenario: str, clients: int, seconds: float) -> dict[str
         time.sleep(0.05)
     out, err = proc.communicate()
     cpu = probes.cpu_seconds(pids) - cpu_before
+    store_cpu = probes.cpu_seconds(server.store_pids) - store_before  # only this server is loaded meanwhile
     lines = [line for line in out.decode().splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"wrk failed: {err.decode()[-500:]}")
@@ -207,7 +232,8 @@ def wrk(server: Server, scenario: str, clients: int, seconds: float) -> dict[str
     n = result["requests"]
     return {"per_s": round(n / (result["duration_us"] / 1e6), 1), "p50_ms": round(result["p50_us"] / 1000, 2),
             "p99_ms": round(result["p99_us"] / 1000, 2), "cpu_ms": round(cpu * 1000 / n, 3),
-            "wrk_cpu_ms": round(generator * 1000 / n, 3), "failed": failed}  # fmt: skip
+            "store_cpu_ms": round(store_cpu * 1000 / n, 3), "wrk_cpu_ms": round(generator * 1000 / n, 3),
+            "failed": failed}  # fmt: skip
 
 
 def median(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -407,14 +433,18 @@ def rss_after_sends(
 
 def print_side_by_side(report: dict[str, Any]) -> None:
     for label, rows in report.items():
-        print(f"\n== {label} (auth on; medians over the rounds; cpu = server process tree ms/request)")
+        print(
+            f"\n== {label} (auth on; medians over the rounds; cpu = server process tree ms/request,"
+            " redis = the local Redis servers' ms/request)"
+        )
         print(f"  {'scenario':<34}{'c':>4}  {'server':<24}{'req/s':>9}{'p50':>8}{'p99':>8}{'cpu':>8}"
-              f"{'wrk':>7}{'x JS':>7}")  # fmt: skip
+              f"{'redis':>7}{'wrk':>7}{'x JS':>7}")  # fmt: skip
         for row in rows.values():
             ratio = f"{row['x_js']:.2f}" if "x_js" in row else ""
             ratio += f"  ({row['failed']:g} FAILED)" if row.get("failed") else ""
             print(f"  {row['scenario']:<34}{row['clients']:>4}  {row['server']:<24}{row['per_s']:>9.0f}"
-                  f"{row['p50_ms']:>8.2f}{row['p99_ms']:>8.2f}{row['cpu_ms']:>8.3f}{row['wrk_cpu_ms']:>7.3f}"
+                  f"{row['p50_ms']:>8.2f}{row['p99_ms']:>8.2f}{row['cpu_ms']:>8.3f}"
+                  f"{row.get('store_cpu_ms', 0):>7.3f}{row['wrk_cpu_ms']:>7.3f}"
                   f"{ratio:>7}")  # fmt: skip
 
 
