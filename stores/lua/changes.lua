@@ -42,11 +42,8 @@ local function read_changes(at)
 end
 
 local function add(counters, name, delta)
-  local current = tonumber(redis.call('HGET', counters, name) or '0')
-  if current + delta < 0 then
+  if redis.call('HINCRBY', counters, name, delta) < 0 then  -- one command, and a second only to floor it
     redis.call('HSET', counters, name, '0')
-  else
-    redis.call('HINCRBY', counters, name, delta)
   end
 end
 
