@@ -149,6 +149,14 @@ def partition_keys(prefix: str, partition: str) -> list[str]:
     ]
 
 
+def retired_keys(prefix: str, partition: str) -> list[str]:
+    """Keys the earlier release wrote in a partition and this one no longer does: the write scripts' recorded
+    replies, then a hash and a sorted set per first key (now a key per call with a TTL, :func:`operation`).
+    They hold at most the two minutes of writes before an upgrade; a reclaim deletes them with the partition."""
+    firsts = (documents(prefix, partition), task_keys(prefix, partition)["data"])
+    return [f"{first}:{suffix}" for first in firsts for suffix in ("ops", "ops-at")]
+
+
 def scope_registry(prefix: str) -> str:
     """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py); the one registry
     of scopes, for the bound on live scopes and for operators (``Backend.scopes``). Its tag holds a ``#``,

@@ -52,7 +52,7 @@ class RedisScopeRegistry(ScopeRegistry):
             return Admission(False, text(reply[1]), float(text(reply[2])))
         claimed, claim = text(reply[1]), text(reply[2])
         # One DEL in the victim's slot (redis-py's cluster delete() would split it into a pipeline per key).
-        victim_keys = keys.partition_keys(self._prefix, claimed)
+        victim_keys = [*keys.partition_keys(self._prefix, claimed), *keys.retired_keys(self._prefix, claimed)]
         self._conn.command("execute_command", "DEL", *victim_keys, repeatable=True)
         finished = self._finish([self._key], [claimed, claim, scope, repr(now), self.limits.max_scopes])
         if text(finished[0]) != "ok":  # another writer took the freed place first

@@ -93,6 +93,9 @@ def test_an_idle_scope_is_reclaimed_with_everything_it_held(backend: Backend, cl
     for scope in ("alice:default", "bob:default"):
         scopes.admit(scope)
         fill(backend, scope, clock)
+        if isinstance(backend, RedisBackend):  # as the earlier release left its recorded replies
+            for name in store_keys.retired_keys(backend.prefix, scope):
+                backend.connection.shared.hset(name, "op", "[]")
     clock.advance(IDLE - 1)
     with pytest.raises(ScopeLimitReached) as refused:
         scopes.admit("carol:default")
@@ -108,6 +111,7 @@ def test_an_idle_scope_is_reclaimed_with_everything_it_held(backend: Backend, cl
         client = backend.connection.shared
         left = set(keys_under(client, backend.prefix))
         assert not left & {k.encode() for k in store_keys.partition_keys(backend.prefix, gone)}
+        assert not left & {k.encode() for k in store_keys.retired_keys(backend.prefix, gone)}
 
 
 @pytest.mark.parametrize("make_backend", [BACKENDS["fakeredis"], BACKENDS["redis"]], indirect=True)
