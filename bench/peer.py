@@ -72,10 +72,11 @@ def local_store_pids(store_url: str) -> list[int]:
     for the memory store or a remote Redis."""
     import redis
 
-    from stores.cluster_url import cluster_hosts
+    from stores.cluster_url import cluster_auth, cluster_hosts
 
     if store_url.startswith(("redis+cluster://", "rediss+cluster://")):
-        clients = [redis.Redis(host=host, port=port) for host, port in cluster_hosts(store_url)]
+        auth = cluster_auth(store_url)
+        clients = [redis.Redis(host=host, port=port, **auth) for host, port in cluster_hosts(store_url)]
     elif store_url.startswith(("redis://", "rediss://", "unix://")):
         clients = [redis.Redis.from_url(store_url)]
     else:
@@ -444,7 +445,7 @@ def print_side_by_side(report: dict[str, Any]) -> None:
             ratio += f"  ({row['failed']:g} FAILED)" if row.get("failed") else ""
             print(f"  {row['scenario']:<34}{row['clients']:>4}  {row['server']:<24}{row['per_s']:>9.0f}"
                   f"{row['p50_ms']:>8.2f}{row['p99_ms']:>8.2f}{row['cpu_ms']:>8.3f}"
-                  f"{row.get('store_cpu_ms', 0):>7.3f}{row['wrk_cpu_ms']:>7.3f}"
+                  f"{row['store_cpu_ms']:>7.3f}{row['wrk_cpu_ms']:>7.3f}"
                   f"{ratio:>7}")  # fmt: skip
 
 

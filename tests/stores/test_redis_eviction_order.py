@@ -16,12 +16,9 @@ from stores import RedisBackend, TaskLimits
 from stores import keys as store_keys
 from tests.conftest import BACKENDS, FakeClock
 
+from .test_task_store import task  # completed by default, so evictable
+
 REDIS_BACKENDS = [BACKENDS["fakeredis"], BACKENDS["redis"], BACKENDS["cluster"]]
-DONE = {"state": "TASK_STATE_COMPLETED"}
-
-
-def task(task_id: str) -> dict[str, Any]:
-    return {"id": task_id, "contextId": "c", "status": DONE}
 
 
 def evictable(backend: RedisBackend, scope: str) -> list[tuple[str, float]]:
@@ -50,13 +47,9 @@ def test_entries_scored_by_time_are_rescored_in_their_order_and_evicted_first(
     for name in ("a", "b", "c"):
         store.save("s", task(name))
     name = store_keys.task_keys(backend.prefix, "s")["evictable"]
-    fields = {
-        field.decode().rpartition("/")[2]: field for field in backend.connection.shared.zrange(name, 0, -1)
-    }
     # As the earlier release stored them: by update time, here c (oldest), then a, then b.
-    backend.connection.shared.zadd(
-        name, {fields["c"]: 1796297702.25, fields["a"]: 1796297703.5, fields["b"]: 1796297704.75}
-    )
+    times = {"c": 1796297702.25, "a": 1796297703.5, "b": 1796297704.75}
+    backend.connection.shared.zadd(name, {store_keys.task_field("s", t): at for t, at in times.items()})
     store.save("s", task("d"))  # at capacity: evicts the oldest, c
     assert store.load("s", "c") is None
     assert [field for field, _ in evictable(backend, "s")] == ["a", "b", "d"]
