@@ -26,6 +26,7 @@ from quineling.a2a.endpoints import (
     under,
 )
 from quineling.a2a.executor import Dispatcher
+from quineling.a2a.lean_jsonrpc import EXTENSION_KEY as LEAN_EXTENSION
 from quineling.a2a.lean_jsonrpc import LeanJsonRpc
 from quineling.a2a.long_poll import LongPoll
 from quineling.a2a.origin_guard import OriginGuard
@@ -163,7 +164,7 @@ def create_app(
     app.before_request(guard.refuse_simple_request)
     if settings.lean_jsonrpc:
         # In front of Flask, for the common JSON-RPC call; everything else passes through to the hooks above.
-        app.wsgi_app = LeanJsonRpc(  # type: ignore[method-assign]
+        lean = LeanJsonRpc(
             app.wsgi_app,
             app.extensions[EXTENSION_NAME],
             guard,
@@ -171,6 +172,8 @@ def create_app(
             limiter,
             trusted_networks(settings.trusted_proxies),
         )
+        app.wsgi_app = lean  # type: ignore[method-assign]
+        app.extensions[LEAN_EXTENSION] = lean  # the lean worker calls it before gunicorn parses a request
     return app
 
 

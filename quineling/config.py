@@ -160,6 +160,8 @@ MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0
 MAX_REDIS_TIMEOUT = 3600.0
 WORKER_CLASSES = ("gevent", "gthread")
+# The gunicorn worker class behind each name (docs/deployment.md, "Worker model").
+WORKER_CLASS_PATHS = {"gevent": "quineling.lean_worker.LeanGeventWorker", "gthread": "gthread"}
 LOG_FORMATS = ("auto", "json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # gunicorn's access line in text logs: its default, then the duration and the request id the app echoed.
@@ -542,7 +544,8 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
     options: dict[str, Any] = {
         "bind": f"{settings.a2a_host}:{settings.a2a_port}",
-        "worker_class": settings.worker_class,
+        # gevent: gunicorn's gevent worker, with the lean JSON-RPC path's calls read before gunicorn's parser.
+        "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
         "workers": settings.workers,
         "worker_connections": settings.worker_connections,
         # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,

@@ -45,9 +45,11 @@ LAYERS = {
     "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
     "quineling.observe": 2,  # metrics and logs: no web framework, nothing of the protocol
+    "quineling.request_head": 2,  # the lean worker's strict reading of a request head: standard library only
     "quineling.a2a": 3,
     "quineling.client": 3,  # calls other agents; only the stores layer below it
     "quineling.app": 4,
+    "quineling.lean_worker": 4,  # the gunicorn worker: finds the lean path on the app it loads
     "quineling.cli": 5,
     "quineling": 5,  # the package's public surface re-exports create_app
     "wsgi": 6,

@@ -45,6 +45,8 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 LEAN_METHODS: dict[str, Method] = {
     name: method for name, method in METHODS.items() if not (method.streaming or method.subscription)
 }
+# Where the app publishes this path in ``app.extensions``, for the lean worker (quineling/lean_worker.py).
+EXTENSION_KEY = "quineling.lean_jsonrpc"
 _SERVER_INPUT = "quineling.lean.server_input"
 _HANDED_ON = object()  # what _count says of a request that Flask is to answer
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
@@ -80,6 +82,7 @@ class LeanJsonRpc:
         # With CORS configured every answer varies by Origin (the guard's after-request hook): Flask's then; and
         # a card that offers no 1.0 JSON-RPC leaves every call to the endpoint's version check.
         self.enabled = not (guard.cors or guard.any_cors) and "1.0" in state.supported_versions("JSONRPC")
+        self.path = JSONRPC_PATH
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if (
@@ -87,15 +90,16 @@ class LeanJsonRpc:
             and environ.get("PATH_INFO") == JSONRPC_PATH
             and environ.get("REQUEST_METHOD") == "POST"
         ):
-            answered = self._serve(environ)
+            answered = self.serve(environ)
             if answered is not None:
                 headers, payload = answered
                 start_response("200 OK", headers)
                 return [payload]
         return self.app(environ, start_response)
 
-    def _serve(self, environ: dict[str, Any]) -> tuple[list[tuple[str, str]], bytes] | None:
-        """The answer's headers and body, or ``None``: Flask's to answer (the body put back if it was read)."""
+    def serve(self, environ: dict[str, Any]) -> tuple[list[tuple[str, str]], bytes] | None:
+        """The answer's headers and body (status 200), or ``None``: Flask's to answer (the body put back if it
+        was read, and what Flask must know of the look taken in :meth:`carried`)."""
         started = time.perf_counter()
         accepted = self._accept(environ)
         if accepted is None:
@@ -133,6 +137,12 @@ class LeanJsonRpc:
             return headers, payload
         finally:
             notes.end()
+
+    @staticmethod
+    def carried(environ: dict[str, Any]) -> dict[str, Any]:
+        """What a request :meth:`serve` declined must take to Flask when it reaches Flask in another environ
+        (the lean worker's hand-over): a rate-limit refusal already counted."""
+        return {VERDICT_KEY: environ[VERDICT_KEY]} if VERDICT_KEY in environ else {}
 
     def _accept(self, environ: dict[str, Any]) -> _Call | None:
         """The call, when it is one the lean path serves."""

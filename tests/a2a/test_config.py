@@ -157,7 +157,7 @@ def test_gunicorn_options_per_worker_class() -> None:
     from quineling.config import gunicorn_options
 
     gevent = gunicorn_options(load_settings(env={}))
-    assert gevent["worker_class"] == "gevent" and "threads" not in gevent
+    assert gevent["worker_class"] == "quineling.lean_worker.LeanGeventWorker" and "threads" not in gevent
     assert gevent["worker_connections"] == 1000
     assert gevent["keepalive"] == 5  # with gevent also the deadline for a request's headers
     assert gevent["post_worker_init"].__name__ == "_watch_worker"

@@ -1,0 +1,88 @@
+"""The head of one plain HTTP/1.1 request, read strictly: the lean worker's (quineling/lean_worker.py) test of
+whether a request is one it may answer without gunicorn's parser.
+
+Strict on purpose. Anything this module does not fully understand — another request line, a header name that is
+not a token or holds an underscore, a value with a control or non-ASCII byte, a repeated header, a header that
+gunicorn itself interprets (framing, upgrades, the scheme a proxy forwards) — is not read at all: the caller
+hands the untouched bytes to gunicorn, which then answers them as it always does, errors included. So this
+reader can only ever accept a subset of what gunicorn accepts, with the same meaning.
+"""
+
+from __future__ import annotations
+
+import re
+
+HEAD_END = b"\r\n\r\n"
+
+# RFC 9110 token characters without "_": gunicorn drops or remaps header names with an underscore (its
+# header_map), so such a request is its to read.
+_NAME = re.compile(rb"[-!#$%&'*+.^`|~0-9A-Za-z]+")
+# Visible ASCII with single blanks or tabs inside; the blanks around a value are stripped before the match.
+_VALUE = re.compile(rb"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
+
+# Headers that gunicorn acts on itself (message framing, expectations, protocol switches, the scheme or path a
+# trusted proxy forwards): a request carrying one is gunicorn's to read. Connection is read below.
+_GUNICORNS = frozenset(
+    {
+        b"TRANSFER-ENCODING",
+        b"TE",
+        b"EXPECT",
+        b"UPGRADE",
+        b"HTTP2-SETTINGS",
+        b"FORWARDED",
+    }
+)
+# gunicorn's default secure_scheme_headers: from a trusted proxy it sets the URL scheme from them, and refuses
+# a request whose several scheme headers disagree. One alone can't disagree with itself.
+_SCHEME_HEADERS = frozenset({b"X-FORWARDED-PROTO", b"X-FORWARDED-PROTOCOL", b"X-FORWARDED-SSL"})
+_UNPREFIXED = {b"CONTENT-TYPE": "CONTENT_TYPE", b"CONTENT-LENGTH": "CONTENT_LENGTH"}
+
+
+def read_head(
+    head: bytes, request_line: bytes, max_fields: int, max_field_size: int
+) -> dict[str, str] | None:
+    """The WSGI environ keys of ``head`` (the bytes before the blank line), or ``None`` when it is not a plain
+    request with exactly ``request_line`` that keeps its connection open.
+
+    Header ``Name`` becomes ``HTTP_NAME`` (``CONTENT_TYPE``, ``CONTENT_LENGTH`` unprefixed), as in gunicorn's
+    environ. At most ``max_fields`` headers of at most ``max_field_size`` bytes each: gunicorn's own limits,
+    whose refusals stay gunicorn's."""
+    lines = head.split(b"\r\n")
+    if lines[0] != request_line or len(lines) - 1 > max_fields:
+        return None
+    fields: dict[str, str] = {}
+    schemes = 0
+    for line in lines[1:]:
+        if len(line) > max_field_size:
+            return None
+        name, colon, value = line.partition(b":")
+        if not colon or not _NAME.fullmatch(name):
+            return None
+        value = value.strip(b" \t")
+        if not _VALUE.fullmatch(value):
+            return None
+        upper = name.upper()
+        if upper == b"CONNECTION":
+            if value.lower() != b"keep-alive":  # a close, an upgrade: gunicorn's
+                return None
+            continue
+        if upper in _GUNICORNS:
+            return None
+        if upper in _SCHEME_HEADERS:
+            schemes += 1
+            if schemes > 1:
+                return None
+        key = _UNPREFIXED.get(upper) or "HTTP_" + upper.replace(b"-", b"_").decode("ascii")
+        if key in fields:
+            return None  # repeated: gunicorn joins or refuses them
+        fields[key] = value.decode("ascii")
+    return fields
+
+
+def content_length(fields: dict[str, str], limit: int) -> int | None:
+    """The body's stated length when it is a plain decimal from 1 to ``limit``, else ``None``."""
+    text = fields.get("CONTENT_LENGTH", "")
+    if not (0 < len(text) <= 12 and text.isdigit() and text.isascii()):
+        return None
+    length = int(text)
+    return length if 0 < length <= limit else None
