@@ -53,7 +53,7 @@ class LeanGeventWorker(GeventWorker):
         super().load_wsgi()
         self.lean = None
         cfg = self.cfg
-        if cfg.is_ssl or cfg.proxy_protocol != "off" or cfg.accesslog:
+        if cfg.is_ssl or cfg.proxy_protocol != "off" or cfg.accesslog or not cfg.keepalive:
             return
         from quineling.a2a.lean_jsonrpc import EXTENSION_KEY  # in the worker, after gevent's patching
 
@@ -79,22 +79,20 @@ class LeanGeventWorker(GeventWorker):
         client.setblocking(True)
         # Named now: by the time a request is handed over the worker may be stopping, its listener closed.
         listener = _Listener(listener.getsockname())
+        handoff = None
         try:
             handoff = self._serve(client, addr)
         except OSError as exc:
             if exc.errno not in _QUIET_ERRNOS:
                 self.log.exception("Socket error processing request.")
-            handoff = None
-        except (
-            Exception
-        ) as exc:  # a fault of the lean path itself: gunicorn's 500, then the connection closes
+        except Exception as exc:  # the lean path's own fault: gunicorn's 500, then the connection closes
             self.handle_error(None, client, addr, exc)
-            handoff = None
-        if handoff is None:
-            util.close(client)
-            return
-        pending, carried = handoff
-        super().handle(listener, _Replayed(client, pending, carried), addr)
+        finally:  # also when the greenlet is killed (a stop past graceful_timeout)
+            if handoff is None:
+                util.close(client)
+        if handoff is not None:
+            pending, carried = handoff
+            super().handle(listener, _Replayed(client, pending, carried), addr)
 
     def _serve(self, client: Any, addr: tuple[Any, ...]) -> tuple[bytes, dict[str, Any]] | None:
         """Answer the connection's requests while the lean path serves them. ``None``: the connection is done

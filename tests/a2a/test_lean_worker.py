@@ -6,7 +6,6 @@ tests/e2e/test_lean_worker_live.py."""
 from __future__ import annotations
 
 import json
-import logging
 import socket
 import sys
 import threading
@@ -17,7 +16,8 @@ from typing import Any
 
 import gevent.socket  # type: ignore[import-untyped]
 import pytest
-from gunicorn.config import Config  # type: ignore[import-untyped]
+from gunicorn.config import Config
+from gunicorn.glogging import Logger
 
 from quineling.a2a.lean_jsonrpc import EXTENSION_KEY
 from quineling.a2a.rate_limit import VERDICT_KEY
@@ -46,7 +46,7 @@ def worker_for(**config: Any) -> LeanGeventWorker:
     """A worker as gunicorn makes one, without its process: the settings, log and counters the loop reads."""
     worker = LeanGeventWorker.__new__(LeanGeventWorker)
     worker.cfg = Config()
-    worker.log = logging.getLogger("test.lean_worker")
+    worker.log = Logger(worker.cfg)
     worker.nr = 0
     worker.max_requests = sys.maxsize
     worker.alive = True
@@ -228,3 +228,24 @@ def test_the_replayed_socket_reads_what_was_read_first_and_is_still_a_socket() -
     assert replayed.carried == {"k": 1}
     replayed.close()
     right.close()
+
+
+def test_a_fault_of_the_lean_path_is_gunicorns_500_and_the_connection_closes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    worker = worker_for()
+
+    def broken(environ: dict[str, Any]) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(worker.lean, "serve", broken)
+    listener = gevent.socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    server, client = gevent.socket.socketpair()
+    client.sendall(LIST)
+    worker.handle(listener, server, ("127.0.0.1", 5000))
+    answer = read_all(client)
+    assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n") and b"a bug" not in answer
+    assert server.fileno() == -1  # closed
+    client.close()
+    listener.close()
