@@ -149,8 +149,8 @@ class LeanGeventWorker(GeventWorker):
     def _read_head(self, client: Any, buffer: bytes) -> tuple[bytes, int]:
         """``buffer`` read on until it holds a whole head, with the head's end; -1: the head is gunicorn's (not
         the lean path's request line, or too long); -2: the client closed, or sent no whole head within the
-        keep-alive time (gunicorn's deadline for a head)."""
-        timer = gevent.Timeout.start_new(self.cfg.keepalive)
+        keep-alive time (gunicorn's deadline for a head), counted from the first wait."""
+        timer = None  # armed at the first read that has to wait: under load the next request is usually there
         try:
             while True:
                 line = self._request_line
@@ -158,7 +158,10 @@ class LeanGeventWorker(GeventWorker):
                     return buffer, -1
                 if len(buffer) > HEAD_LIMIT:
                     return buffer, -1
-                data = client.recv(65536)
+                data = _ready(client) if timer is None else None
+                if data is None:
+                    timer = timer or gevent.Timeout.start_new(self.cfg.keepalive)
+                    data = client.recv(65536)
                 if not data:
                     return buffer, -2
                 buffer += data
@@ -170,7 +173,8 @@ class LeanGeventWorker(GeventWorker):
                 raise
             return buffer, -2
         finally:
-            timer.close()
+            if timer is not None:
+                timer.close()
 
     def _response(self, headers: list[tuple[str, str]], payload: bytes, closing: bool) -> bytes:
         """The response as gunicorn writes one: its status line and default headers, then the app's."""
@@ -185,6 +189,17 @@ class LeanGeventWorker(GeventWorker):
             "\r\n",
         ]
         return "".join(head).encode("latin-1") + payload
+
+
+def _ready(client: Any) -> bytes | None:
+    """What the client has sent that can be read without waiting (``b""``: it closed); ``None``: nothing yet."""
+    client.settimeout(0.0)
+    try:
+        return client.recv(65536)  # type: ignore[no-any-return]
+    except BlockingIOError:
+        return None
+    finally:
+        client.settimeout(None)
 
 
 class _Listener:

@@ -55,28 +55,50 @@ def read_head(
     for line in lines[1:]:
         if len(line) > max_field_size:
             return None
-        name, colon, value = line.partition(b":")
-        if not colon or not _NAME.fullmatch(name):
-            return None
-        value = value.strip(b" \t")
-        if not _VALUE.fullmatch(value):
-            return None
-        upper = name.upper()
-        if upper == b"CONNECTION":
-            if value.lower() != b"keep-alive":  # a close, an upgrade: gunicorn's
+        field = _READ.get(line)
+        if field is None:
+            field = _field(line)
+            if field is None:
                 return None
+            if len(_READ) >= _READ_LIMIT:
+                _READ.clear()
+            _READ[line] = field
+        key, value = field
+        if not key:  # Connection: keep-alive
             continue
-        if upper in _GUNICORNS:
-            return None
-        if upper in _SCHEME_HEADERS:
+        if key in _SCHEME_KEYS:
             schemes += 1
             if schemes > 1:
                 return None
-        key = _UNPREFIXED.get(upper) or "HTTP_" + upper.replace(b"-", b"_").decode("ascii")
         if key in fields:
             return None  # repeated: gunicorn joins or refuses them
-        fields[key] = value.decode("ascii")
+        fields[key] = value
     return fields
+
+
+# Header lines read before, with their environ key and value: a client sends the same Host, Authorization,
+# Content-Type… on every request. Bounded: emptied when full (lines that vary, such as a request id, fill it).
+_READ: dict[bytes, tuple[str, str]] = {}
+_READ_LIMIT = 1024
+_SCHEME_KEYS = frozenset("HTTP_" + name.replace(b"-", b"_").decode("ascii") for name in _SCHEME_HEADERS)
+
+
+def _field(line: bytes) -> tuple[str, str] | None:
+    """One header line's environ key and value; ``("", "")`` for ``Connection: keep-alive``; ``None`` when the
+    line is not one this module accepts."""
+    name, colon, value = line.partition(b":")
+    if not colon or not _NAME.fullmatch(name):
+        return None
+    value = value.strip(b" \t")
+    if not _VALUE.fullmatch(value):
+        return None
+    upper = name.upper()
+    if upper == b"CONNECTION":
+        return ("", "") if value.lower() == b"keep-alive" else None  # a close, an upgrade: gunicorn's
+    if upper in _GUNICORNS:
+        return None
+    key = _UNPREFIXED.get(upper) or "HTTP_" + upper.replace(b"-", b"_").decode("ascii")
+    return key, value.decode("ascii")
 
 
 def content_length(fields: dict[str, str], limit: int) -> int | None:

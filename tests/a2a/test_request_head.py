@@ -107,3 +107,20 @@ def test_content_length_is_a_plain_decimal_within_the_limit(text: str, expected:
 
 def test_no_content_length_is_none() -> None:
     assert content_length({}, limit=4096) is None
+
+
+def test_lines_read_before_are_remembered_within_a_bound() -> None:
+    from quineling import request_head
+
+    request_head._READ.clear()
+    for i in range(request_head._READ_LIMIT * 2 + 7):  # a request id that differs every time
+        assert read(head(b"Host: a", f"X-Request-Id: r{i}".encode())) == {
+            "HTTP_HOST": "a",
+            "HTTP_X_REQUEST_ID": f"r{i}",
+        }
+        assert len(request_head._READ) <= request_head._READ_LIMIT
+    assert read(head(b"Host: a", b"Connection: keep-alive")) == {"HTTP_HOST": "a"}
+    assert read(head(b"Host: a", b"Connection: keep-alive", b"Connection: keep-alive")) == {"HTTP_HOST": "a"}
+    assert b"Host: a" in request_head._READ and b"Connection: close" not in request_head._READ
+    assert read(head(b"Connection: close")) is None  # refused lines are not remembered, and stay refused
+    assert read(head(b"Connection: close")) is None and b"Connection: close" not in request_head._READ
