@@ -29,11 +29,12 @@ def _escape(part: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _quoted(part: str) -> str:
-    # The unusual parts are mostly a few scopes (a principal's id holds ':'), asked for on every key of every
-    # request: quote() walks the text each time, a cache hit does not.
+    # The unusual parts are mostly a few scopes (a principal's id holds ':'): quote() walks the text each
+    # time, a cache hit does not.
     return quote(part, safe=_SAFE)
 
 
+@lru_cache(maxsize=4096)
 def scope_tag(prefix: str, scope: str) -> str:
     """``q:{scope}``; a grouped scope ``group:rest`` (:func:`stores.base.scope_group`) is ``q:{group}/rest``,
     so all scopes of a group share one hash tag. ``/`` right after the tag marks the grouped form: no
