@@ -15,7 +15,8 @@ call without gunicorn's machinery around it:
 Nothing is refused here: a request this worker does not serve reaches gunicorn byte for byte. What the lean
 path counted against a rate budget before declining travels with the request (``carried``), so Flask does not
 count it again. Without the lean path (``QUINELING_LEAN_JSONRPC=0``), with TLS, the PROXY protocol, HTTP/2
-prior knowledge or an access log configured, every connection is gunicorn's.
+prior knowledge, keep-alive off or an access log configured, and on a Unix socket, every connection is
+gunicorn's.
 
 Imported by gunicorn in the master (a worker class is resolved there), so this module imports nothing of the
 app: the lean path is found on the app each worker loads.
@@ -47,7 +48,7 @@ class LeanGeventWorker(GeventWorker):
     """``QUINELING_WORKER_CLASS=gevent``: see the module docstring."""
 
     lean: Any = None  # the app's LeanJsonRpc, when this worker answers its calls itself
-    _date: tuple[int, bytes] = (0, b"")
+    _date: tuple[int, str] = (0, "")  # the Date header line, made once a second
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -180,10 +181,10 @@ class LeanGeventWorker(GeventWorker):
         """The response as gunicorn writes one: its status line and default headers, then the app's."""
         now = int(time.time())
         if self._date[0] != now:
-            self._date = (now, f"Date: {util.http_date(now)}\r\n".encode("latin-1"))
+            self._date = (now, f"Date: {util.http_date(now)}\r\n")
         head = [
             f"HTTP/1.1 200 OK\r\nServer: {SERVER}\r\n",
-            self._date[1].decode("latin-1"),
+            self._date[1],
             "Connection: close\r\n" if closing else "Connection: keep-alive\r\n",
             *[f"{name}: {value}\r\n" for name, value in headers],
             "\r\n",
