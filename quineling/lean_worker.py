@@ -15,8 +15,8 @@ call without gunicorn's machinery around it:
 Nothing is refused here: a request this worker does not serve reaches gunicorn byte for byte. What the lean
 path counted against a rate budget before declining travels with the request (``carried``), so Flask does not
 count it again. Without the lean path (``QUINELING_LEAN_JSONRPC=0``), with TLS, the PROXY protocol, HTTP/2
-prior knowledge, keep-alive off or an access log configured, and on a Unix socket, every connection is
-gunicorn's.
+prior knowledge, keep-alive off or an access log in the text format, and on a Unix socket, every connection
+is gunicorn's; the JSON access log's line of a call it answers is written here.
 
 Imported by gunicorn in the master (a worker class is resolved there), so this module imports nothing of the
 app: the lean path is found on the app each worker loads.
@@ -28,6 +28,8 @@ import errno
 import io
 import time
 from collections.abc import Callable, Iterable, MutableMapping
+from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import gevent  # type: ignore[import-untyped]
@@ -37,6 +39,7 @@ from gunicorn.http2 import negotiation
 from gunicorn.workers.ggevent import GeventWorker
 
 from quineling.config import take_turn
+from quineling.observe.gunicorn_log import QuinelingLogger
 from quineling.request_head import HEAD_END, content_length, read_head
 
 # A head longer than this is gunicorn's to read (and, past its limits, to refuse).
@@ -48,14 +51,22 @@ class LeanGeventWorker(GeventWorker):
     """``QUINELING_WORKER_CLASS=gevent``: see the module docstring."""
 
     lean: Any = None  # the app's LeanJsonRpc, when this worker answers its calls itself
+    access_line: Callable[..., None] | None = None  # the JSON access log's, for the calls it answers
     _date: tuple[int, str] = (0, "")  # the Date header line, made once a second
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
         self.lean = None
         cfg = self.cfg
-        if cfg.is_ssl or cfg.proxy_protocol != "off" or cfg.accesslog or not cfg.keepalive:
+        if cfg.is_ssl or cfg.proxy_protocol != "off" or not cfg.keepalive:
             return
+        # The JSON access line (quineling.observe.gunicorn_log) is written here too; gunicorn's text line reads
+        # its own request and response objects, so with it every connection stays gunicorn's.
+        self.access_line = None
+        if cfg.accesslog:
+            if not (isinstance(self.log, QuinelingLogger) and self.log.log_format == "json"):
+                return
+            self.access_line = self.log.access
         from quineling.a2a.lean_jsonrpc import EXTENSION_KEY  # in the worker, after gevent's patching
 
         lean = getattr(self.wsgi, "extensions", {}).get(EXTENSION_KEY)
@@ -115,6 +126,7 @@ class LeanGeventWorker(GeventWorker):
             length = None if fields is None else content_length(fields, lean.state.request_limit_bytes)
             if fields is None or length is None:
                 return buffer, {}
+            started = time.perf_counter()
             start = end + len(HEAD_END)
             stop = start + length
             while len(buffer) < stop:  # the rest of the body: no deadline, as gunicorn reads one
@@ -142,6 +154,9 @@ class LeanGeventWorker(GeventWorker):
                 self.alive = False
             closing = not self.alive
             client.sendall(self._response(headers, payload, closing))
+            if self.access_line is not None:
+                elapsed = timedelta(seconds=time.perf_counter() - started)
+                self.access_line(_Sent(headers, len(payload)), None, environ, elapsed)
             if closing:
                 return None
             buffer = buffer[stop:]
@@ -201,6 +216,15 @@ def _ready(client: Any) -> bytes | None:
         return None
     finally:
         client.settimeout(None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What the JSON access line reads of a response gunicorn sent, for one this worker sent."""
+
+    headers: list[tuple[str, str]]
+    sent: int
+    status_code: int = 200
 
 
 class _Listener:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -129,3 +130,30 @@ def test_a_refused_rate_is_counted_once_through_the_hand_over(tmp_path: Path) ->
     ]
     assert remaining == [b"RateLimit-Remaining: %d" % n for n in (2, 1, 0, 0, 0)]
     assert json.loads(answers[3][2])["error"]["data"][0]["reason"] == "RATE_LIMIT_EXCEEDED"
+
+
+def test_with_the_json_access_log_it_writes_the_access_line_gunicorn_would(tmp_path: Path) -> None:
+    keys, tokens = keys_file(tmp_path, "alice")
+    with live_server(
+        auth_keys_file=str(keys), access_log=1, log_format="json", log_flush_seconds=0
+    ) as server:
+        ids = [uuid.uuid4().hex, uuid.uuid4().hex]
+        raw = request(
+            tokens["alice"], "GetTask", {"id": "x"}, request_id=ids[0], extra=b"User-Agent: t/1\r\n"
+        )
+        raw += request(tokens["alice"], "GetTask", {"id": "x"}, HAND_OVER + b"User-Agent: t/1\r\n", ids[1])
+        answers = exchange(server, raw, 2)
+        assert "the lean worker" in server.log_text()
+        lines: dict[str, dict[str, object]] = {}
+        deadline = time.monotonic() + 5
+        while len(lines) < 2 and time.monotonic() < deadline:
+            for line in server.log_text().splitlines():
+                event = json.loads(line)
+                if event.get("event") == "access" and event.get("request_id") in ids:
+                    lines[str(event["request_id"])] = event
+            time.sleep(0.05)
+    lean, plain = (lines[rid] for rid in ids)
+    assert lean["duration_seconds"] >= 0 and plain["duration_seconds"] >= 0  # type: ignore[operator]
+    kept = ("client", "http_method", "path", "status", "bytes", "user_agent", "logger", "level", "pid")
+    assert {k: lean[k] for k in kept} == {k: plain[k] for k in kept}
+    assert lean["status"] == 200 and lean["bytes"] == len(answers[0][2]) and lean["user_agent"] == "t/1"
