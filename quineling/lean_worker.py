@@ -56,13 +56,12 @@ class LeanGeventWorker(GeventWorker):
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
-        self.lean = None
+        self.lean = self.access_line = None
         cfg = self.cfg
         if cfg.is_ssl or cfg.proxy_protocol != "off" or not cfg.keepalive:
             return
         # The JSON access line (quineling.observe.gunicorn_log) is written here too; gunicorn's text line reads
         # its own request and response objects, so with it every connection stays gunicorn's.
-        self.access_line = None
         if cfg.accesslog:
             if not (isinstance(self.log, QuinelingLogger) and self.log.log_format == "json"):
                 return

@@ -37,6 +37,12 @@ _GUNICORNS = frozenset(
 _SCHEME_HEADERS = frozenset({b"X-FORWARDED-PROTO", b"X-FORWARDED-PROTOCOL", b"X-FORWARDED-SSL"})
 _UNPREFIXED = {b"CONTENT-TYPE": "CONTENT_TYPE", b"CONTENT-LENGTH": "CONTENT_LENGTH"}
 
+# Header lines read before, with their environ key and value: a client sends the same Host, Authorization,
+# Content-Type… on every request. Bounded: emptied when full (lines that vary, such as a request id, fill it).
+_READ: dict[bytes, tuple[str, str]] = {}
+_READ_LIMIT = 1024
+_SCHEME_KEYS = frozenset("HTTP_" + name.replace(b"-", b"_").decode("ascii") for name in _SCHEME_HEADERS)
+
 
 def read_head(
     head: bytes, request_line: bytes, max_fields: int, max_field_size: int
@@ -74,13 +80,6 @@ def read_head(
             return None  # repeated: gunicorn joins or refuses them
         fields[key] = value
     return fields
-
-
-# Header lines read before, with their environ key and value: a client sends the same Host, Authorization,
-# Content-Type… on every request. Bounded: emptied when full (lines that vary, such as a request id, fill it).
-_READ: dict[bytes, tuple[str, str]] = {}
-_READ_LIMIT = 1024
-_SCHEME_KEYS = frozenset("HTTP_" + name.replace(b"-", b"_").decode("ascii") for name in _SCHEME_HEADERS)
 
 
 def _field(line: bytes) -> tuple[str, str] | None:
