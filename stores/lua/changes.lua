@@ -38,6 +38,7 @@ local function read_changes(at)
   c.quotas_at = c.deletes_at + c.n_delete
   c.extends_at = c.quotas_at + 3 * c.n_quota
   c.next = c.extends_at + 2 * c.n_extend
+  c.checked = {}  -- field -> the version check_changes found it at, for the fields the change set expects
   return c
 end
 
@@ -146,6 +147,7 @@ local function check_changes(c, s)
     if current ~= tonumber(ARGV[at + 1]) then
       return {'conflict', ARGV[at]}
     end
+    c.checked[ARGV[at]] = current
   end
   for q = 0, c.n_quota - 1 do
     local at = c.quotas_at + 3 * q
@@ -165,14 +167,18 @@ local function apply_changes(c, s)
     local field = ARGV[at]
     redis.call('HSET', s.documents, field, ARGV[at + 1])
     local version
-    if redis.call('HEXISTS', s.versions, field) == 1 then
+    local checked = c.checked[field]  -- nil: not expected, so not known to be there or not
+    if checked ~= 0 and (checked or redis.call('HEXISTS', s.versions, field) == 1) then
       version = redis.call('HINCRBY', s.versions, field, 1)
     else
       version = tonumber(redis.call('HGET', s.versions, FLOOR) or '0') + 1
       redis.call('HSET', s.versions, field, version)
     end
     written[#written + 1] = version
-    unlink(s, field)  -- a put replaces the lease whole
+    -- A put replaces the lease whole. A document found absent has none: every removal unlinks (drop, lapse).
+    if checked ~= 0 then
+      unlink(s, field)
+    end
     if ARGV[at + 2] ~= '' then
       redis.call('ZADD', s.expiries, ARGV[at + 2], field)
     end

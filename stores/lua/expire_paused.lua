@@ -7,7 +7,8 @@
 -- KEYS[5]  paused zset:    paused task fields scored by last update
 -- KEYS[6]  stats hash:     count, bytes, next_seq, next_ver
 -- KEYS[7]  version hash:   task field -> version (absent task = version 0)
--- Defines remove_task(field) and expire_paused(cutoff) (neither returns a value) and version_of(field).
+-- Defines drop_task(field), remove_task(field) and expire_paused(cutoff) (none returns a value) and
+-- version_of(field).
 
 -- A task's event stream is "<partition tag>:events:<task field>" (stores/keys.py task_events), and KEYS[1] is
 -- "<partition tag>:data". Not among KEYS, since which tasks go is decided here, but it carries the
@@ -15,19 +16,26 @@
 local EVENTS = string.sub(KEYS[1], 1, -string.len(':data') - 1) .. ':events:'
 
 -- A removed task (evicted, expired) takes its event log with it; left to its TTL it would outlive the task
--- by up to a day, one stream per task ever evicted.
-local function remove_task(field)
+-- by up to a day, one stream per task ever evicted. Leaves the stats to the caller: a save's eviction has
+-- counted the task's size already and writes the stats once (task_write.lua).
+local function drop_task(field)
   redis.call('DEL', EVENTS .. field)
-  local size = redis.call('HSTRLEN', KEYS[1], field)
-  if redis.call('HDEL', KEYS[1], field) == 1 then
-    redis.call('HINCRBY', KEYS[6], 'count', -1)
-    redis.call('HINCRBY', KEYS[6], 'bytes', -size)
-  end
+  redis.call('HDEL', KEYS[1], field)
   redis.call('HDEL', KEYS[2], field)
   redis.call('HDEL', KEYS[3], field)
   redis.call('ZREM', KEYS[4], field)
   redis.call('ZREM', KEYS[5], field)
   redis.call('HDEL', KEYS[7], field)
+end
+
+-- A task JSON is never empty, so its stored length tells whether it is there (0: it is not).
+local function remove_task(field)
+  local size = redis.call('HSTRLEN', KEYS[1], field)
+  drop_task(field)
+  if size > 0 then
+    redis.call('HINCRBY', KEYS[6], 'count', -1)
+    redis.call('HINCRBY', KEYS[6], 'bytes', -size)
+  end
 end
 
 -- A stored task's version; 0 when the task does not exist (every save sets one: apply_task_write in

@@ -66,16 +66,17 @@ local function check_task_write(w)
     end
   end
 
-  local exists = redis.call('HEXISTS', KEYS[1], field) == 1
-  local previous = 0
-  if exists then previous = redis.call('HSTRLEN', KEYS[1], field) end
-  local stats = redis.call('HMGET', KEYS[6], 'count', 'bytes')
+  -- One read of the stats, written back once when the save is applied (apply_task_write).
+  local previous = redis.call('HSTRLEN', KEYS[1], field)  -- 0: no such task (a task JSON is never empty)
+  local exists = previous > 0
+  local stats = redis.call('HMGET', KEYS[6], 'count', 'bytes', 'next_seq', 'next_ver')
   local count = tonumber(stats[1] or '0') + (exists and 0 or 1)
   local bytes = tonumber(stats[2] or '0') - previous + size
 
   -- Plan the eviction (oldest last update first, never this task, never an active one); it is committed
   -- only together with the save, once the task is shown to fit. Candidates come in small pages: at
-  -- capacity a save usually needs one victim, not the whole set.
+  -- capacity a save usually needs one victim, not the whole set. An entry whose task is gone (size 0) frees
+  -- nothing, but is cleaned up with the victims.
   local victims = {}
   local offset, page = 0, 16
   while count > w.max_tasks or bytes > w.max_bytes do
@@ -86,14 +87,20 @@ local function check_task_write(w)
     for _, candidate in ipairs(batch) do
       if candidate ~= field then
         table.insert(victims, candidate)
-        count = count - 1
-        bytes = bytes - redis.call('HSTRLEN', KEYS[1], candidate)
+        local freed = redis.call('HSTRLEN', KEYS[1], candidate)
+        if freed > 0 then
+          count = count - 1
+          bytes = bytes - freed
+        end
         if count <= w.max_tasks and bytes <= w.max_bytes then break end
       end
     end
     offset = offset + page
   end
-  return {plan = {exists = exists, previous = previous, size = size, victims = victims}}
+  return {plan = {
+    exists = exists, victims = victims, count = count, bytes = bytes,
+    next_seq = tonumber(stats[3] or '0'), next_ver = tonumber(stats[4] or '0'),
+  }}
 end
 
 -- The evictable set is scored by the version of each task's last save: the partition's commit order, so
@@ -114,27 +121,35 @@ end
 local function apply_task_write(w, plan, stream)
   local field = w.field
   for _, victim in ipairs(plan.victims) do
-    remove_task(victim)
+    drop_task(victim)
   end
 
+  -- The stats as planned: the count and bytes after the evictions and this save, and the two counters
+  -- (the same values their increments would give), in one write.
   local sequence
+  local stats = {'count', plan.count, 'bytes', plan.bytes}
   if plan.exists then
     sequence = redis.call('HGET', KEYS[3], field)
-    redis.call('HINCRBY', KEYS[6], 'bytes', plan.size - plan.previous)
   else
-    sequence = redis.call('HINCRBY', KEYS[6], 'next_seq', 1)
+    sequence = plan.next_seq + 1
+    table.insert(stats, 'next_seq')
+    table.insert(stats, sequence)
     redis.call('HSET', KEYS[3], field, sequence)
-    redis.call('HINCRBY', KEYS[6], 'count', 1)
-    redis.call('HINCRBY', KEYS[6], 'bytes', plan.size)
     redis.call('DEL', stream)  -- a reused id starts a fresh log
   end
-  local version = redis.call('HINCRBY', KEYS[6], 'next_ver', 1)  -- per partition: never reused for an id
+  local version = plan.next_ver + 1  -- per partition: never reused for an id
+  table.insert(stats, 'next_ver')
+  table.insert(stats, version)
+  redis.call('HSET', KEYS[6], unpack(stats))
   redis.call('HSET', KEYS[1], field, w.body)
   redis.call('HSET', KEYS[2], field, w.info)
   redis.call('HSET', KEYS[7], field, version)
 
-  redis.call('ZREM', KEYS[4], field)
-  redis.call('ZREM', KEYS[5], field)
+  -- A task that was not there is in neither set: every removal takes it out of both (drop_task, reset.lua).
+  if plan.exists then
+    redis.call('ZREM', KEYS[4], field)
+    redis.call('ZREM', KEYS[5], field)
+  end
   if w.retention ~= 'active' then
     order_by_version(version)
     redis.call('ZADD', KEYS[4], version, field)
