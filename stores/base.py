@@ -118,6 +118,13 @@ class StateStore(ABC):
         """Read several documents in one round trip. Absent keys — and lapsed ones, whose expiry is at or
         before :meth:`now`, or whose owner is absent — come back as ``Versioned(None, 0)``."""
 
+    def read_shared(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        """:meth:`read` for a caller that only looks at the values: a value may be shared with other such reads
+        (a store that keeps documents as JSON decodes one once per version and answers the next read of the
+        same version with it, :mod:`stores.shared_reads`), so nobody may change it or anything in it. As
+        current, and as confirmed, as :meth:`read` (this default: it is :meth:`read`)."""
+        return self.read(scope, keys)
+
     @abstractmethod
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:
         """Current values of quota counters (0 when never touched). For reporting, not for decisions: what

@@ -9,7 +9,9 @@ which the entry is dropped and the request recomputed on a fresh read. Correctne
 
 Entries are stored as JSON text and decoded on every hit, so no caller can mutate another's value; the cache
 is bounded by entries and bytes (least recently used first out, :mod:`stores.bounded_lru`) and safe across
-threads.
+threads. A caller that only looks (:meth:`StateStore.read_shared`: ``run`` reading its artifact) gets a hit's
+value decoded once per entry and shared (:mod:`stores.shared_reads`): the decode of a 4 KiB artifact was
+a tenth of a ``run``'s CPU in this process.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from stores.base import StateStore, TaskWrite, Versioned
 from stores.bounded_lru import BoundedLru
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError
+from stores.shared_reads import SharedDecodes
 
 _Entry = tuple[str, int]  # JSON text, version
 
@@ -41,6 +44,7 @@ class CachingStateStore(StateStore):
         self.kinds = frozenset(kinds)
         self._entries: BoundedLru[tuple[str, Key], _Entry] = BoundedLru(max_entries, max_bytes)
         self._lock = threading.Lock()  # the counters'
+        self._shared: SharedDecodes[tuple[str, Key]] = SharedDecodes()
         self.hits = 0
         self.misses = 0
 
@@ -60,6 +64,12 @@ class CachingStateStore(StateStore):
         return len(self._entries)
 
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        return self._read(scope, keys, shared=False)
+
+    def read_shared(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        return self._read(scope, keys, shared=True)
+
+    def _read(self, scope: str, keys: Iterable[Key], *, shared: bool) -> dict[Key, Versioned]:
         wanted = list(dict.fromkeys(keys))
         cached: dict[Key, _Entry] = {}
         for key in wanted:
@@ -78,7 +88,8 @@ class CachingStateStore(StateStore):
         for key in wanted:
             if key in cached:
                 text, version = cached[key]
-                out[key] = Versioned(codec.loads(text), version, confirmed=False)
+                value = self._shared.decode((scope, key), text) if shared else codec.loads(text)
+                out[key] = Versioned(value, version, confirmed=False)
             else:
                 out[key] = fresh[key]
         return out

@@ -9,12 +9,14 @@ from stores.base import StateStore, Versioned
 from stores.changes import ChangeSet, Key
 from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
 from stores.records import decode
+from stores.shared_reads import SharedDecodes
 
 
 class MemoryStateStore(StateStore):
     def __init__(self, data: MemoryData, clock: Callable[[], float] | None = None) -> None:
         self._data = data
         self._clock = clock or time.time
+        self._shared: SharedDecodes[tuple[str, Key]] = SharedDecodes()  # the values read_shared hands out
 
     @property
     def data(self) -> MemoryData:
@@ -24,6 +26,12 @@ class MemoryStateStore(StateStore):
         return float(self._clock())
 
     def read(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        return self._read(scope, keys, shared=False)
+
+    def read_shared(self, scope: str, keys: Iterable[Key]) -> dict[Key, Versioned]:
+        return self._read(scope, keys, shared=True)
+
+    def _read(self, scope: str, keys: Iterable[Key], *, shared: bool) -> dict[Key, Versioned]:
         now = self.now()
         with self._data.lock:
             docs = self._data.documents.get(scope, {})
@@ -33,8 +41,9 @@ class MemoryStateStore(StateStore):
                 text = docs.get(key)
                 if text is None or not self._data.alive(scope, key, now):
                     result[key] = Versioned(None, 0)
-                else:
-                    result[key] = Versioned(decode(text), versions.get(key, 0))
+                    continue
+                value = self._shared.decode((scope, key), text) if shared else decode(text)
+                result[key] = Versioned(value, versions.get(key, 0))
             return result
 
     def counters(self, scope: str, names: Iterable[str]) -> dict[str, int]:

@@ -125,7 +125,8 @@ def _store_record(view: StateView, env: Env, record: JSON) -> None:
 
 
 def run(args: JSON, view: StateView, env: Env) -> JSON:
-    artifact = load_artifact(view, args["artifactId"])
+    # Only read (its id and source), so the decoded artifact may be one shared with other runs of it.
+    artifact = load_artifact(view, args["artifactId"], shared=True)
     record = _record(env, artifact, None, _evaluate(artifact))
     _store_record(view, env, record)
     return record

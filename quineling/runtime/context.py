@@ -8,6 +8,7 @@ fresh state, so a retry never has to undo anything.
 
 from __future__ import annotations
 
+import copy
 import math
 import secrets
 import time
@@ -122,6 +123,7 @@ class StateView:
         self._extend: dict[Key, float] = {}
         self._reads = 0
         self._unconfirmed = False
+        self._shared: set[Key] = set()  # keys whose value was read shared (peek): get() copies them
 
     @property
     def is_snapshot(self) -> bool:
@@ -178,23 +180,41 @@ class StateView:
 
     def prefetch(self, keys: Iterable[Key]) -> None:
         """Read every not-yet-read key in one round trip."""
+        self._fetch(keys, shared=False)
+
+    def _fetch(self, keys: Iterable[Key], *, shared: bool) -> None:
         missing = [k for k in dict.fromkeys(keys) if k not in self._expect]
         if not missing:
             return
         self._reads += 1
-        for key, versioned in self._store.read(self._scope, missing).items():
+        read = self._store.read_shared if shared else self._store.read
+        for key, versioned in read(self._scope, missing).items():
             self._values[key] = versioned.value
             self._expect[key] = versioned.version
             self._unconfirmed |= not versioned.confirmed
+            if shared:
+                self._shared.add(key)
 
     def get(self, kind: str, ident: str) -> JSON | None:
-        """The current value (staged writes included), or ``None`` when absent."""
+        """The current value (staged writes included), or ``None`` when absent: the caller's own."""
         key = (kind, ident)
         if key in self._put:
             return self._put[key]
         if key in self._delete:
             return None
         self.prefetch([key])
+        value = self._values[key]
+        return copy.deepcopy(value) if key in self._shared else value
+
+    def peek(self, kind: str, ident: str) -> JSON | None:
+        """:meth:`get` for a caller that only looks at the value: one read now may hand out a value shared
+        with other requests (``StateStore.read_shared``), so neither it nor anything in it may be changed."""
+        key = (kind, ident)
+        if key in self._put:
+            return self._put[key]
+        if key in self._delete:
+            return None
+        self._fetch([key], shared=True)
         return self._values[key]
 
     def put(self, kind: str, ident: str, value: JSON) -> None:

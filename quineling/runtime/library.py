@@ -22,8 +22,12 @@ NO_COMPANIONS: JSON = {
 }
 
 
-def load_artifact(view: StateView, artifact_id: str, path: str = "artifactId") -> JSON:
-    artifact = view.get(ARTIFACT, artifact_id)
+def load_artifact(
+    view: StateView, artifact_id: str, path: str = "artifactId", *, shared: bool = False
+) -> JSON:
+    """The retained artifact; ``shared``: for a caller that only reads it, which must then never change it
+    (``StateView.peek``: the decoded value may be shared with other requests)."""
+    artifact = view.peek(ARTIFACT, artifact_id) if shared else view.get(ARTIFACT, artifact_id)
     if artifact is None:
         raise QuinelingError("not-found", f"no retained artifact {artifact_id}", path)
     return artifact

@@ -105,3 +105,21 @@ def test_a_task_store_still_commits_with_the_cached_store(backend: Backend) -> N
     version = cache.commit("s", ChangeSet(expect={A: 0}, put={A: {"n": 1}}), task=TaskWrite(tasks, "s", task))
     assert version == tasks.load_versioned("s", "t").version
     assert backend.state_store().read("s", [A])[A] == Versioned({"n": 1}, 1)
+
+
+def test_a_shared_hit_is_decoded_once_per_entry_and_never_outlives_it(state_store: StateStore) -> None:
+    state_store.commit("s", ChangeSet(expect={A: 0}, put={A: {"n": [1]}}))
+    cache = cached(state_store)
+    cache.read("s", [A])  # a miss: now kept
+    first = cache.read_shared("s", [A])[A]
+    assert first == Versioned({"n": [1]}, 1, confirmed=False)
+    assert cache.read_shared("s", [A])[A].value is first.value  # one decode for every shared hit
+    assert cache.read("s", [A])[A].value is not first.value  # a plain hit is still the caller's own
+    cache.commit("s", ChangeSet(expect={A: 1}, put={A: {"n": [2]}}))  # the entry is the new text
+    assert cache.read_shared("s", [A])[A] == Versioned({"n": [2]}, 2, confirmed=False)
+    state_store.commit("s", ChangeSet(expect={A: 2}, put={A: {"n": [3]}}))  # behind the cache's back
+    stale = cache.read_shared("s", [A])[A]
+    assert stale.version == 2 and not stale.confirmed  # stale as a plain hit is: the commit finds it out
+    with pytest.raises(ConflictError):
+        cache.commit("s", ChangeSet(expect={A: stale.version}))
+    assert cache.read_shared("s", [A])[A] == Versioned({"n": [3]}, 3)  # forgotten: read from the store

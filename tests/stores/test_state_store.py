@@ -178,3 +178,29 @@ def test_threads_racing_for_the_last_slots_take_exactly_the_limit(state_store: S
     stored = {k[1] for k, v in state_store.read("s", keys).items() if v.value is not None}
     assert len(stored) == 20
     assert set(state_store.read("s", [index])[index].value["ids"]) == stored
+
+
+def test_a_shared_read_answers_as_a_read_does_and_follows_every_change(state_store: StateStore) -> None:
+    """``read_shared`` may hand several callers one decoded value, but never one the store no longer holds."""
+    assert state_store.read_shared("s", [A]) == {A: Versioned(None, 0)}
+    state_store.commit("s", ChangeSet(expect={A: 0}, put={A: {"n": [1]}}))
+    first = state_store.read_shared("s", [A, B])
+    assert first == state_store.read("s", [A, B]) == {A: Versioned({"n": [1]}, 1), B: Versioned(None, 0)}
+    assert state_store.read_shared("s", [A])[A] == first[A]
+    state_store.commit("s", ChangeSet(expect={A: 1}, put={A: {"n": [2]}}))
+    assert state_store.read_shared("s", [A])[A] == Versioned({"n": [2]}, 2)
+    state_store.commit("s", ChangeSet(expect={A: 2}, delete=frozenset({A})))
+    assert state_store.read_shared("s", [A])[A] == Versioned(None, 0)
+    state_store.commit("s", ChangeSet(expect={A: 0}, put={A: {"n": [3]}}))  # a new incarnation, a new text
+    assert state_store.read_shared("s", [A])[A].value == {"n": [3]}
+    assert state_store.read_shared("other", [A])[A] == Versioned(None, 0)
+
+
+def test_a_plain_read_is_never_the_shared_value(state_store: StateStore) -> None:
+    state_store.commit("s", ChangeSet(expect={A: 0}, put={A: {"n": [1]}}))
+    shared = state_store.read_shared("s", [A])[A].value
+    mine = state_store.read("s", [A])[A].value
+    assert mine is not shared
+    mine["n"].append(2)  # type: ignore[index]
+    assert state_store.read_shared("s", [A])[A].value == {"n": [1]}
+    assert state_store.read("s", [A])[A].value == {"n": [1]}
