@@ -10,8 +10,12 @@ hands those reads to a fresh :class:`StateView` as *unconfirmed* (exactly as a r
 the request makes anyway expects their versions; if any changed, the commit conflicts, the entry is dropped
 and the request is computed afresh. Correctness never depends on the memo.
 
-Entries are JSON text, decoded on every hit (no caller can change another's copy), bounded by entries and
-bytes (least recently used first out, ``stores/bounded_lru.py``), and safe across threads.
+An entry is decoded once, from the JSON text it was remembered as (so it is a snapshot no caller of
+:meth:`AnswerMemo.remember` can change afterwards), and every hit shares it: a replay's outcome and reads are
+only read — the outcome becomes a new task's artifact, which, as every task, is changed copy-on-write
+(``quineling/a2a/executor.py``), as the task store's shared reads are. Decoding a created artifact's answer
+on every hit was a twentieth of a retained create's CPU. Bounded by entries and by the bytes of the text
+(least recently used first out, ``stores/bounded_lru.py``), and safe across threads.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ Reads = dict[Key, tuple[JSON | None, int]]  # what an answer rested on: value (N
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """A remembered answer, decoded afresh: the outcome and the reads it rests on."""
+    """A remembered answer, shared by every hit (never change it): the outcome and the reads it rests on."""
 
     outcome: JSON
     reads: Reads
@@ -37,7 +41,7 @@ class Replay:
 
 class AnswerMemo:
     def __init__(self, max_entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
-        self._entries: BoundedLru[str, str] = BoundedLru(max_entries, max_bytes)
+        self._entries: BoundedLru[str, Replay] = BoundedLru(max_entries, max_bytes)
         self._lock = threading.Lock()  # the counters'
         self.hits = 0
         self.misses = 0
@@ -52,18 +56,21 @@ class AnswerMemo:
         return codec.dumps([scope, operation, _sorted(args)])
 
     def get(self, key: str) -> Replay | None:
-        text = self._entries.get(key)
+        replay = self._entries.get(key)
         with self._lock:
-            if text is None:
+            if replay is None:
                 self.misses += 1
-                return None
-            self.hits += 1
-        outcome, reads = codec.loads(text)
-        return Replay(outcome, {(kind, ident): (value, version) for kind, ident, value, version in reads})
+            else:
+                self.hits += 1
+        return replay
 
     def remember(self, key: str, outcome: JSON, reads: Reads) -> None:
         text = codec.dumps([outcome, [[k[0], k[1], value, version] for k, (value, version) in reads.items()]])
-        self._entries.put(key, text, len(text) + len(key))  # characters stand for bytes, as in the read cache
+        kept, kept_reads = codec.loads(text)
+        replay = Replay(kept, {(kind, ident): (value, version) for kind, ident, value, version in kept_reads})
+        self._entries.put(
+            key, replay, len(text) + len(key)
+        )  # characters stand for bytes, as in the read cache
 
     def forget(self, key: str) -> None:
         self._entries.discard(key)

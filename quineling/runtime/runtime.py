@@ -84,6 +84,10 @@ class Runtime:
         requests, capacity and ``busy`` errors), which then commit the write alone. On a conflict the request
         is recomputed and ``attach`` called again with the new outcome. A store error about the write
         itself (e.g. :class:`~stores.errors.TaskConflict`) propagates, and then nothing was committed.
+
+        With ``attach``, an answer may come from the memo (``memo.py``): the outcome handed to ``attach`` and
+        returned is then shared with every other replay of it, so it is only ever read (it becomes a task's
+        artifact, and tasks are changed copy-on-write).
         """
         scope = scope or self.scope
         try:

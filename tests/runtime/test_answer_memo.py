@@ -1,6 +1,6 @@
 """The runtime's answer memo (quineling/runtime/memo.py) on every backend: an identical request that wrote
 nothing is answered from the memo, the answer rests on versions its commit confirms, a stale entry is
-dropped and the request computed afresh, scopes never share entries, and no caller can change another's copy.
+dropped and the request computed afresh, scopes never share entries, and a hit is the answer as it was remembered.
 """
 
 from __future__ import annotations
@@ -76,12 +76,17 @@ def test_scopes_never_share_an_entry(client: Client) -> None:
     assert memo_of(client).hits == 1
 
 
-def test_a_replayed_answer_is_a_copy_of_its_own(client: Client) -> None:
-    client(**CREATE)
-    client(**CREATE)
-    mine = client(**CREATE)
-    mine["artifact"]["source"] = "changed by a caller"
-    assert client(**CREATE)["artifact"]["source"] != "changed by a caller"
+def test_a_replayed_answer_is_shared_and_is_the_answer_as_it_was_remembered(client: Client) -> None:
+    """Every hit hands out one decoded answer (its callers only read it: it becomes a task's artifact); the
+    entry is a snapshot, so what the computing caller does with its own answer afterwards never reaches it."""
+    created = client(**CREATE)
+    computed = client(**CREATE)  # remembered
+    source = computed["artifact"]["source"]
+    computed["artifact"]["source"] = "changed by the caller that computed it"
+    replayed = client(**CREATE)
+    assert replayed["artifact"]["source"] == source == created["artifact"]["source"]
+    assert client(**CREATE) is replayed
+    assert memo_of(client).hits == 2
 
 
 def test_a_plain_dispatch_neither_reads_nor_feeds_the_memo(client: Client) -> None:
