@@ -107,6 +107,13 @@ def test_the_memo_is_bounded_least_recently_used_first_out() -> None:
     small = AnswerMemo(max_bytes=64)
     small.remember("k", {"big": "x" * 100}, {})
     assert len(small) == 0
+    # Kept decoded, an answer counts at seven times its JSON (23 characters here, and its key: 162).
+    decoded = AnswerMemo(max_bytes=160)
+    decoded.remember("k", {"v": "x" * 10}, {})
+    assert len(decoded) == 0
+    decoded = AnswerMemo(max_bytes=170)
+    decoded.remember("k", {"v": "x" * 10}, {})
+    assert len(decoded) == 1
 
 
 def test_the_key_keeps_json_types_apart_and_ignores_member_order() -> None:
