@@ -14,7 +14,7 @@ least recently used first out.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from stores import codec
 from stores.bounded_lru import BoundedLru
@@ -32,18 +32,21 @@ class SharedValues(BoundedLru[K, tuple[int, JSON]]):
 
 
 class SharedDecodes(Generic[K]):
-    """Documents decoded from their stored JSON text, by key, each with that text: :meth:`decode` answers the
-    kept value only for the identical text object, so no value outlives the text it came from."""
+    """Values decoded from stored JSON texts, by key, each with its text: :meth:`decode` answers the kept value
+    only for the identical text object, so no value outlives the text it came from. Kept few (64 documents,
+    1 MiB of their JSON): a decoded document is hundreds of objects that the collector walks as long as they
+    are kept, and a set that churns through many of them costs every request of the worker."""
 
-    def __init__(self, max_entries: int = 256, max_bytes: int = 2 * 1024 * 1024) -> None:
-        self._values: BoundedLru[K, tuple[str | bytes, JSON]] = BoundedLru(
+    def __init__(self, max_entries: int = 64, max_bytes: int = 1024 * 1024) -> None:
+        self._values: BoundedLru[K, tuple[str | bytes, Any]] = BoundedLru(
             max_entries, max_bytes, max_item_bytes=max_bytes // 4
         )
 
-    def decode(self, key: K, text: str | bytes) -> JSON:
+    def decode(self, key: K, text: str | bytes) -> Any:
+        """The value of ``text`` (any JSON value), shared with the other decodes of this very text."""
         kept = self._values.get(key)
         if kept is not None and kept[0] is text:
             return kept[1]
-        value: JSON = codec.loads(text)
+        value = codec.loads(text)
         self._values.put(key, (text, value), len(text))
         return value

@@ -10,13 +10,14 @@ hands those reads to a fresh :class:`StateView` as *unconfirmed* (exactly as a r
 the request makes anyway expects their versions; if any changed, the commit conflicts, the entry is dropped
 and the request is computed afresh. Correctness never depends on the memo.
 
-An entry is decoded once, from the JSON text it was remembered as (so it is a snapshot no caller of
-:meth:`AnswerMemo.remember` can change afterwards), and every hit shares it: a replay's outcome and reads are
-only read — the outcome becomes a new task's artifact, which, as every task, is changed copy-on-write
-(``quineling/a2a/executor.py``), as the task store's shared reads are. Decoding a created artifact's answer
-on every hit was a sixth of a retained create's CPU. Bounded by entries and by memory: a decoded answer is
-counted at :data:`DECODED_FACTOR` times its JSON's bytes (1,024 answers, 16 MiB; least recently used first
-out, ``stores/bounded_lru.py``), and safe across threads.
+Entries are JSON text (no caller of :meth:`AnswerMemo.remember` can change one afterwards), bounded by
+entries and bytes (least recently used first out, ``stores/bounded_lru.py``), and safe across threads. The
+answers hit most are also kept decoded, each with the very text it came from (``stores/shared_reads.py``), and
+shared by their hits: a replay's outcome and reads are only read — the outcome becomes a new task's artifact,
+which, as every task, is changed copy-on-write (``quineling/a2a/executor.py``), as the task store's shared
+reads are. Decoding a created artifact's answer on every hit was a sixth of a retained create's CPU. The
+decoded set is small (:data:`DECODED_ANSWERS`): decoded, every entry would be hundreds of objects the
+collector walks, and a memo churning through a thousand of them made every request of the worker slower.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ from stores import codec
 from stores.bounded_lru import BoundedLru
 from stores.changes import Key
 from stores.jsontypes import JSON
+from stores.shared_reads import SharedDecodes
 
 Reads = dict[Key, tuple[JSON | None, int]]  # what an answer rested on: value (None: absent) and version
-# Decoded, a created artifact's answer takes about seven times the bytes of its JSON (4,259 → 29,045, measured
-# with tracemalloc): what an entry is counted at against the memo's bound.
-DECODED_FACTOR = 7
+# The answers kept decoded, and the bytes of their JSON (decoded, a created artifact's answer takes about seven
+# times as much: 4,259 → 29,045 bytes, measured with tracemalloc).
+DECODED_ANSWERS = 32
+DECODED_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,8 @@ class Replay:
 
 class AnswerMemo:
     def __init__(self, max_entries: int = 1024, max_bytes: int = 16 * 1024 * 1024) -> None:
-        self._entries: BoundedLru[str, Replay] = BoundedLru(max_entries, max_bytes)
+        self._entries: BoundedLru[str, str] = BoundedLru(max_entries, max_bytes)
+        self._decoded: SharedDecodes[str] = SharedDecodes(DECODED_ANSWERS, DECODED_BYTES)
         self._lock = threading.Lock()  # the counters'
         self.hits = 0
         self.misses = 0
@@ -60,20 +64,19 @@ class AnswerMemo:
         return codec.dumps([scope, operation, _sorted(args)])
 
     def get(self, key: str) -> Replay | None:
-        replay = self._entries.get(key)
+        """The remembered answer, shared with the other hits of its entry (never change it)."""
+        text = self._entries.get(key)
         with self._lock:
-            if replay is None:
+            if text is None:
                 self.misses += 1
-            else:
-                self.hits += 1
-        return replay
+                return None
+            self.hits += 1
+        outcome, reads = self._decoded.decode(key, text)
+        return Replay(outcome, {(kind, ident): (value, version) for kind, ident, value, version in reads})
 
     def remember(self, key: str, outcome: JSON, reads: Reads) -> None:
         text = codec.dumps([outcome, [[k[0], k[1], value, version] for k, (value, version) in reads.items()]])
-        kept, kept_reads = codec.loads(text)
-        replay = Replay(kept, {(kind, ident): (value, version) for kind, ident, value, version in kept_reads})
-        # Characters stand for bytes, as in the read cache.
-        self._entries.put(key, replay, DECODED_FACTOR * len(text) + len(key))
+        self._entries.put(key, text, len(text) + len(key))  # characters stand for bytes, as in the read cache
 
     def forget(self, key: str) -> None:
         self._entries.discard(key)

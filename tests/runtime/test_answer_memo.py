@@ -107,13 +107,6 @@ def test_the_memo_is_bounded_least_recently_used_first_out() -> None:
     small = AnswerMemo(max_bytes=64)
     small.remember("k", {"big": "x" * 100}, {})
     assert len(small) == 0
-    # Kept decoded, an answer counts at seven times its JSON (23 characters here, and its key: 162).
-    decoded = AnswerMemo(max_bytes=160)
-    decoded.remember("k", {"v": "x" * 10}, {})
-    assert len(decoded) == 0
-    decoded = AnswerMemo(max_bytes=170)
-    decoded.remember("k", {"v": "x" * 10}, {})
-    assert len(decoded) == 1
 
 
 def test_the_key_keeps_json_types_apart_and_ignores_member_order() -> None:
@@ -121,3 +114,20 @@ def test_the_key_keeps_json_types_apart_and_ignores_member_order() -> None:
     assert key("s", "create", {"a": 1, "b": 2}) == key("s", "create", {"b": 2, "a": 1})
     assert len({key("s", "create", {"a": v}) for v in (1, 1.0, True, "1")}) == 4
     assert key("s", "create", {"a": 1}) != key("t", "create", {"a": 1})
+
+
+def test_only_a_few_answers_are_kept_decoded_and_a_new_answer_is_never_an_old_decode() -> None:
+    from quineling.runtime.memo import DECODED_ANSWERS
+
+    memo = AnswerMemo()
+    keys = [AnswerMemo.key("s", "parse", {"thought": str(n)}) for n in range(DECODED_ANSWERS + 8)]
+    for n, key in enumerate(keys):
+        memo.remember(key, {"n": n}, {})
+        first, again = memo.get(key), memo.get(key)
+        assert first is not None and again is not None and first.outcome is again.outcome  # shared
+    assert len(memo) == len(keys) and len(memo._decoded._values) == DECODED_ANSWERS
+    memo.remember(keys[-1], {"n": "replaced"}, {})
+    replay = memo.get(keys[-1])
+    assert replay is not None and replay.outcome == {"n": "replaced"}
+    oldest = memo.get(keys[0])  # no longer kept decoded: decoded again from its text
+    assert oldest is not None and oldest.outcome == {"n": 0}
