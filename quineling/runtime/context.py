@@ -198,23 +198,22 @@ class StateView:
     def get(self, kind: str, ident: str) -> JSON | None:
         """The current value (staged writes included), or ``None`` when absent: the caller's own."""
         key = (kind, ident)
-        if key in self._put:
-            return self._put[key]
-        if key in self._delete:
-            return None
-        self.prefetch([key])
-        value = self._values[key]
-        return copy.deepcopy(value) if key in self._shared else value
+        value = self._current(key, shared=False)
+        if key in self._shared and key not in self._put:
+            return copy.deepcopy(value)  # read shared by an earlier peek
+        return value
 
     def peek(self, kind: str, ident: str) -> JSON | None:
         """:meth:`get` for a caller that only looks at the value: one read now may hand out a value shared
         with other requests (``StateStore.read_shared``), so neither it nor anything in it may be changed."""
-        key = (kind, ident)
+        return self._current((kind, ident), shared=True)
+
+    def _current(self, key: Key, *, shared: bool) -> JSON | None:
         if key in self._put:
             return self._put[key]
         if key in self._delete:
             return None
-        self._fetch([key], shared=True)
+        self._fetch([key], shared=shared)
         return self._values[key]
 
     def put(self, kind: str, ident: str, value: JSON) -> None:

@@ -124,23 +124,20 @@ local function apply_task_write(w, plan, stream)
     drop_task(victim)
   end
 
-  -- The stats as planned: the count and bytes after the evictions and this save, and the two counters
-  -- (the same values their increments would give), in one write.
-  local sequence
-  local stats = {'count', plan.count, 'bytes', plan.bytes}
+  local sequence, next_seq = nil, plan.next_seq
   if plan.exists then
     sequence = redis.call('HGET', KEYS[3], field)
   else
-    sequence = plan.next_seq + 1
-    table.insert(stats, 'next_seq')
-    table.insert(stats, sequence)
+    next_seq = next_seq + 1
+    sequence = next_seq
     redis.call('HSET', KEYS[3], field, sequence)
     redis.call('DEL', stream)  -- a reused id starts a fresh log
   end
   local version = plan.next_ver + 1  -- per partition: never reused for an id
-  table.insert(stats, 'next_ver')
-  table.insert(stats, version)
-  redis.call('HSET', KEYS[6], unpack(stats))
+  -- The stats as planned (the count and bytes after the evictions and this save) and the two counters, in
+  -- one write: the values their increments would give.
+  redis.call('HSET', KEYS[6], 'count', plan.count, 'bytes', plan.bytes,
+    'next_seq', next_seq, 'next_ver', version)
   redis.call('HSET', KEYS[1], field, w.body)
   redis.call('HSET', KEYS[2], field, w.info)
   redis.call('HSET', KEYS[7], field, version)
