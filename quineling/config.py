@@ -73,7 +73,7 @@ class Settings:
     max_streams: int = 0  # open subscriptions per worker; 0: automatic (see Settings.stream_limit)
     card_max_age: int = 3600
     subscribe_max_seconds: float = 3600.0
-    keepalive_seconds: float = 15.0
+    keepalive_seconds: float = 3.0  # below the official clients' read timeouts (a2a-sdk: 5 s)
     access_log: bool = True
     # Logs (docs/deployment.md, "Logs"): "auto" is text on a terminal, JSON otherwise.
     log_format: str = "auto"

@@ -192,9 +192,10 @@ class QuinelingExecutor:
         # The stable container id means a follow-up's result replaces the earlier one.
         others = [a for a in task.get("artifacts", []) if a.get("artifactId") != RESULT_ARTIFACT_ID]
         task["artifacts"] = [*others, artifact]
-        execution.events.append(
-            {"artifactUpdate": {"taskId": task["id"], "contextId": task["contextId"], "artifact": artifact}}
-        )
+        # The result is sent whole, in one chunk: marking it the last closes the artifact for chunk-aware
+        # clients (lastChunk absent reads as "more may follow").
+        update = {"taskId": task["id"], "contextId": task["contextId"], "artifact": artifact, "lastChunk": True}
+        execution.events.append({"artifactUpdate": update})
         state, message = self._state_of(task, outcome)
         self._set_status(task, state, message)
         execution.events.append(_status_event(task))

@@ -17,7 +17,7 @@ KEEPALIVE = None  # what a subscription yields when the SSE layer should ping
 
 @dataclass(frozen=True, slots=True)
 class StreamSettings:
-    keepalive_seconds: float = 15.0
+    keepalive_seconds: float = 3.0  # below the official clients' read timeouts (a2a-sdk: 5 s)
     subscribe_max_seconds: float = 3600.0  # a subscriber re-attaches after this (bounded total wait)
     # The longest single wait for events. Between waits the stream asks whether to stop, so a client that
     # went away frees its greenlet or thread (and on Redis the blocking read's connection) within about this

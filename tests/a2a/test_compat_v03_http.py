@@ -238,6 +238,7 @@ def test_message_stream_events_have_kinds_and_end_final(client: FlaskClient) -> 
     assert [r.get("final") for r in results if r["kind"] == "status-update"] == [False, True]
     assert results[-1]["status"]["state"] == "completed"
     assert results[2]["artifact"]["parts"][0]["kind"] == "data"
+    assert results[2]["lastChunk"] is True
     for result in results:
         assert_pure_v03(result)
 

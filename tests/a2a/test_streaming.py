@@ -31,6 +31,7 @@ def test_stream_event_order(binding: Any) -> None:
         body = next(iter(event.values()))
         assert body["taskId"] == task_id and body["contextId"] == events[0]["task"]["contextId"]
     assert events[2]["artifactUpdate"]["artifact"]["artifactId"] == "quineling-result"
+    assert events[2]["artifactUpdate"]["lastChunk"] is True  # the one chunk closes the artifact
 
 
 def test_stream_closes_at_input_required_and_follow_up_streams(binding: Any) -> None:

@@ -472,3 +472,43 @@ def test_v03_compat_client_clarifies_and_cancels(server: LiveServer) -> None:
     assert canceled.id == asked.id and state(canceled) == "TASK_STATE_CANCELED"
     expected = [TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, TaskNotFoundError]
     assert [type(error) for error in errors] == expected, errors
+
+
+IDLE_SECONDS = 30.0
+
+
+def test_idle_subscriptions_outlive_the_sdk_default_read_timeout(server: LiveServer) -> None:
+    """ClientFactory without an HTTP client of its own reads with a 5 s timeout: the server's keep-alive comments
+    (every 3 s by default) must keep an idle subscription open, on both bindings, for as long as it is held."""
+
+    async def hold(binding: str) -> tuple[float, list[StreamResponse]]:
+        client = await connect(server, binding, streaming=True)
+        blocking = await connect(server, binding)
+        try:
+            asked = await send(blocking, message({"text": " "}))
+            stream: list[StreamResponse] = []
+            first = asyncio.Event()
+
+            async def read() -> None:
+                async for event in client.subscribe(SubscribeToTaskRequest(id=asked.id)):
+                    stream.append(event)
+                    first.set()
+
+            reader = asyncio.create_task(read())
+            await asyncio.wait_for(first.wait(), 10)
+            started = asyncio.get_running_loop().time()
+            await asyncio.sleep(IDLE_SECONDS)  # nothing happens to the task meanwhile
+            assert not reader.done(), reader.exception()
+            await send(blocking, message({"text": SQUARE_SUM}, taskId=asked.id))
+            await asyncio.wait_for(reader, 10)  # a timeout of the SDK would raise here
+            return asyncio.get_running_loop().time() - started, stream
+        finally:
+            await client.close()
+            await blocking.close()
+
+    async def both() -> list[tuple[float, list[StreamResponse]]]:
+        return list(await asyncio.gather(*(hold(binding) for binding in BINDINGS)))
+
+    for held, stream in run(both):
+        assert held >= IDLE_SECONDS
+        assert kinds_and_states(stream)[-1] == ("status_update", COMPLETED)
