@@ -194,7 +194,12 @@ class QuinelingExecutor:
         task["artifacts"] = [*others, artifact]
         # The result is sent whole, in one chunk: marking it the last closes the artifact for chunk-aware
         # clients (lastChunk absent reads as "more may follow").
-        update = {"taskId": task["id"], "contextId": task["contextId"], "artifact": artifact, "lastChunk": True}
+        update = {
+            "taskId": task["id"],
+            "contextId": task["contextId"],
+            "artifact": artifact,
+            "lastChunk": True,
+        }
         execution.events.append({"artifactUpdate": update})
         state, message = self._state_of(task, outcome)
         self._set_status(task, state, message)
