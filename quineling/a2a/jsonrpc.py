@@ -152,12 +152,13 @@ def endpoint() -> Response:
         ctx = call_context(params.get("tenant"), version)
         if method.subscription:
             notes.note_task(params.get("id"))
-            # A failure of the call itself propagates to the handler below (the slot is released first).
+            # The call checks the task (a failure propagates to the handler below) before a slot is taken:
+            # an unknown task is task-not-found, also when every slot is held. Its events start only when
+            # the held response is streamed.
+            events = method.call(app_state.service, params, ctx)
             return held_stream(
                 app_state.streams,
-                lambda: _stream(
-                    method.call(app_state.service, params, ctx), rpc_id, lambda e: e.to_jsonrpc()
-                ),
+                lambda: _stream(events, rpc_id, lambda e: e.to_jsonrpc()),
                 lambda error: _error(rpc_id, error, error.to_jsonrpc()),
             )
         if not method.streaming:
@@ -201,16 +202,6 @@ def _stream(events: Iterator[Any], rpc_id: Any, render_error: Callable[[A2AError
 
 
 def _call_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str) -> Response:
-    if compat.is_subscription(method):
-        return held_stream(
-            state().streams,
-            lambda: _answer_v03(compat, method, params, rpc_id, version),
-            lambda error: _error(rpc_id, error, compat.error(error)),
-        )
-    return _answer_v03(compat, method, params, rpc_id, version)
-
-
-def _answer_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str) -> Response:
     service = state().service
     ctx = call_context(params.get("tenant") if isinstance(params, dict) else None, version, legacy=True)
     try:
@@ -222,6 +213,12 @@ def _answer_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, versio
         if compat.errors_as_stream(method):
             return _error_stream(rpc_id, error)  # strict v0.3 clients accept only a stream here
         return _json(_envelope(rpc_id, error=error))
+    if compat.is_subscription(method):  # the task was checked above, before a slot is taken
+        return held_stream(
+            state().streams,
+            lambda: _stream(result, rpc_id, compat.error),
+            lambda error: _error(rpc_id, error, compat.error(error)),
+        )
     if compat.is_stream(method):
         return _stream(result, rpc_id, compat.error)
     observation.note_result(result)

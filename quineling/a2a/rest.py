@@ -236,12 +236,10 @@ class SubscribeToTask(MethodView):
 
 def _subscribe(task_id: str, tenant: str | None) -> Response:
     """A subscription holds one of the worker's stream slots while open; beyond the cap it is refused with 503
-    (docs/deployment.md, "Worker model")."""
-    return held_stream(
-        state().streams,
-        lambda: _sse(state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True)),
-        render_error,
-    )
+    (docs/deployment.md, "Worker model"). The task is checked first: an unknown one is task-not-found even
+    when every slot is held."""
+    events = state().service.subscribe_to_task({"id": task_id}, ctx(tenant), keepalive=True)
+    return held_stream(state().streams, lambda: _sse(events), render_error)
 
 
 @route("/tasks/<task_id:task_id>/pushNotificationConfigs")

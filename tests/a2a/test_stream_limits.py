@@ -150,18 +150,26 @@ def test_beyond_the_cap_a_subscription_is_refused_and_a_gone_client_frees_its_sl
         again.close()
 
 
-def test_the_cap_is_checked_first_and_a_failed_subscription_holds_no_slot() -> None:
+def test_the_task_is_checked_before_the_cap_and_a_failed_subscription_holds_no_slot() -> None:
     with serving(max_streams=1) as (app, port):
         slots = app.extensions["quineling"].streams
         with rest_subscribe(port, "no-such-task") as sock:
             assert answer(sock)[0] == 404
         with rpc_subscribe(port, "no-such-task") as sock:
             assert json.loads(answer(sock)[2])["error"]["code"] == -32001
-        assert slots.open == 0  # the failed calls released their slots
-        held = rest_subscribe(port, waiting_task(port))
+        assert slots.open == 0  # the failed calls took no slot
+        task_id = waiting_task(port)
+        held = rest_subscribe(port, task_id)
         assert answer(held)[0] == 200
+        # Every slot is held: an unknown task is still task-not-found on each binding, not "stream limit".
         with rest_subscribe(port, "no-such-task") as sock:
-            assert answer(sock)[0] == 503  # the cap is the first check: no store work for a full worker
+            status, _, body = answer(sock)
+            assert status == 404 and json.loads(body)["error"]["status"] == "NOT_FOUND"
+        with rpc_subscribe(port, "no-such-task") as sock:
+            assert json.loads(answer(sock)[2])["error"]["code"] == -32001
+        with v03_resubscribe(port, "no-such-task") as sock:
+            assert b"-32001" in answer(sock)[2]
+        assert_refused(rpc_subscribe(port, task_id), "jsonrpc")  # a real task beyond the cap: 503
         held.close()
 
 
