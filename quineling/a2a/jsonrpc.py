@@ -104,6 +104,14 @@ def _read_request(limit: int) -> dict[str, Any]:
         raise _Reject(InvalidRequestError('jsonrpc must be exactly "2.0"'), rpc_id=rpc_id)
     if not isinstance(body.get("method"), str):
         raise _Reject(InvalidRequestError("method must be a string"), rpc_id=rpc_id)
+    if "id" not in body:
+        # A notification (JSON-RPC 2.0 §4.1) would get no answer, yet every A2A method's point is its answer:
+        # refused as invalid rather than run unseen (docs/decisions-a2a.md, "Bindings").
+        raise _Reject(
+            InvalidRequestError(
+                "A request without an id is a JSON-RPC notification, which A2A does not use; send an id"
+            )
+        )
     return body
 
 

@@ -172,8 +172,8 @@ class LeanJsonRpc:
             document = request_body.parse(raw, envelope=True)
         except (A2AError, request_body.UnacceptableValue):
             return None
-        if not isinstance(document, dict) or not document.keys() <= _ENVELOPE_KEYS:
-            return None
+        if not isinstance(document, dict) or not document.keys() <= _ENVELOPE_KEYS or "id" not in document:
+            return None  # a notification (no id) is refused by the endpoint
         rpc_id, params = document.get("id"), document.get("params")
         method = LEAN_METHODS.get(document.get("method"))  # type: ignore[arg-type]
         if (

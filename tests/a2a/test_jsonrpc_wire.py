@@ -81,6 +81,23 @@ def test_bad_envelope_is_invalid_request(client: Any, body: Any, echo: Any) -> N
     assert body["error"]["code"] == -32600 and body["id"] == echo
 
 
+@pytest.mark.parametrize("method", ["SendMessage", "GetTask", "SubscribeToTask"])
+def test_a_notification_is_refused_and_nothing_runs(client: Any, method: str) -> None:
+    """A request object without ``id`` (JSON-RPC 2.0 §4.1) never gets a result or a task error under id null."""
+    params = (
+        {"message": user_message(text("[1] | sum | report total"))}
+        if method == "SendMessage"
+        else {"id": "x"}
+    )
+    response = post(client, {"jsonrpc": "2.0", "method": method, "params": params})
+    assert response.status_code == 200
+    body = error_of(response)
+    assert body["id"] is None and body["error"]["code"] == -32600
+    assert "notification" in body["error"]["message"]
+    listed = post(client, envelope("ListTasks", {}))
+    assert listed.get_json()["result"]["tasks"] == []  # the send was not run
+
+
 def test_unknown_method(client: Any) -> None:
     body = error_of(post(client, envelope("NoSuchMethod", {})))
     assert body["error"]["code"] == -32601 and body["id"] == 1

@@ -104,6 +104,8 @@ def requests(task_id: str) -> list[tuple[str, bytes, dict[str, str], bool]]:
         ("an unknown method", rpc("Frobnicate", {}), JSON, False),
         ("a stream", rpc("SendStreamingMessage", message({"operation": "parse", "thought": SQUARES})), JSON, False),
         ("boolean id", rpc("GetTask", {"id": task_id}, True), JSON, False),
+        ("a notification", json.dumps({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": task_id}}).encode(),
+         JSON, False),
         ("not 2.0", json.dumps({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}).encode(), JSON, False),
         ("extra member", rpc("GetTask", {"id": task_id}, extra=1), JSON, False),
         ("params not an object", rpc("GetTask", [task_id]), JSON, False),
