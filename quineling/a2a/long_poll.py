@@ -43,10 +43,11 @@ class LongPoll:
 
 
 class GenerationMismatchError(A2AError):
-    """A send's ``ifGenerationMatch`` names another generation than the task's: the draft 1.1 error, JSON-RPC
-    -32010 and HTTP 409. Nothing was executed or recorded."""
+    """A send's ``configuration.ifGenerationMatch`` names another generation than the task's: the draft 1.1
+    error, JSON-RPC -32010 and HTTP 409, ErrorInfo metadata ``taskId``, ``expectedGeneration`` and
+    ``currentGeneration``. Nothing was executed or recorded."""
 
-    code, http_status, status, reason = -32010, 409, "ABORTED", "GENERATION_MISMATCH"
+    code, http_status, status, reason = -32010, 409, "ABORTED", "TASK_GENERATION_MISMATCH"
     default_message = "The task's generation does not match ifGenerationMatch"
 
     def to_jsonrpc(self) -> dict[str, object]:

@@ -46,7 +46,8 @@ class SendMessageRequestSchema(_Request):
         fields.Dict,
         metadata={
             "description": "historyLength (0 or more; above 1000 is cut to 1000), returnImmediately, "
-            "acceptedOutputModes"
+            "acceptedOutputModes (application/json, text/plain), ifGenerationMatch (draft A2A 1.1: a "
+            "follow-up runs only if its task is at this generation; else 409 TASK_GENERATION_MISMATCH)"
         },
     )
     metadata = _opt(fields.Dict)

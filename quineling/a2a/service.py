@@ -142,7 +142,15 @@ class A2AService:
         # returnImmediately/blocking and acceptedOutputModes are read for validation only: the work is
         # synchronous, and push configs are ignored because the pushNotifications capability is off.
         wire.boolean(config, "returnImmediately")
-        expected = wire.integer(params, "ifGenerationMatch")
+        if wire.field(params, "ifGenerationMatch") is not None:
+            # Not a member of SendMessageRequest: the draft 1.1 precondition lives in its configuration.
+            raise InvalidParamsError(
+                "params.ifGenerationMatch is not a field of SendMessageRequest; "
+                "send it as params.configuration.ifGenerationMatch"
+            )
+        expected = wire.integer(config, "ifGenerationMatch")
+        if expected is not None and expected < 0:
+            raise InvalidParamsError("configuration.ifGenerationMatch must not be negative")
         key = idempotency.valid_key(ctx.idempotency_key)
         if key is None:
             return self._run(ctx, message, history_length, None, expected, streaming=streaming)
@@ -166,14 +174,14 @@ class A2AService:
         *,
         streaming: bool,
     ) -> Sent:
-        """Execute a send; ``expected`` is its ``ifGenerationMatch`` (0 for a new task), if any; ``streaming``:
+        """Execute a send; ``expected`` is its ``ifGenerationMatch``, if any (ignored for a new task, as the
+        draft says: there is no generation to match yet); ``streaming``:
         a SendStreamingMessage (its new task's events are logged even when it ends at once, see
         :func:`_logged`)."""
         task_id = message.get("taskId")
         if task_id:
             execution = self._follow_up(ctx, task_id, message, claiming, expected)
         else:
-            _check_generation("a new task", 0, expected)
             pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
             try:
                 execution = self._dispatch_and_save(ctx, pending, 0, 0, claiming, streaming=streaming)
@@ -281,7 +289,7 @@ class A2AService:
         task = self._accepting(task_id, current.value, message)
         for attempt in range(1, CONFLICT_ATTEMPTS + 1):
             # Checked on the task as loaded; the save is conditional on that load, so it holds at the commit.
-            _check_generation(f"task {task_id}", generation_of(task), expected)
+            _check_generation(task_id, generation_of(task), expected)
             pending = self.executor.prepare_resume(task, message)
             try:
                 return self._dispatch_and_save(ctx, pending, current.version, generation_of(task), claiming)
@@ -595,12 +603,16 @@ def _states_entered(execution: Execution) -> list[str]:
     return states or [execution.task["status"]["state"]]
 
 
-def _check_generation(what: str, generation: int, expected: int | None) -> None:
+def _check_generation(task_id: str, generation: int, expected: int | None) -> None:
     if expected is not None and generation != expected:
         raise GenerationMismatchError(
-            f"ifGenerationMatch is {expected} but {what} is at generation {generation}; nothing was executed. "
-            "Call GetTask for the task's current state.",
-            metadata={"generation": str(generation)},
+            f"ifGenerationMatch is {expected} but task {task_id} is at generation {generation}; nothing was "
+            "executed. Call GetTask for the task's current state.",
+            metadata={
+                "taskId": task_id,
+                "expectedGeneration": str(expected),
+                "currentGeneration": str(generation),
+            },
         )
 
 

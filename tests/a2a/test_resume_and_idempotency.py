@@ -196,16 +196,36 @@ def test_long_poll_rejects_a_negative_generation(service: A2AService) -> None:
         service.get_task({"id": task["id"], "currentGeneration": -1}, CTX)
 
 
+def guarded(params: dict[str, Any], generation: int) -> dict[str, Any]:
+    return {**params, "configuration": {"ifGenerationMatch": generation}}
+
+
 def test_if_generation_match_guards_a_follow_up(service: A2AService) -> None:
     task = paused_task(service)
     with pytest.raises(GenerationMismatchError) as refused:
-        service.send_message({**follow_up(task["id"]), "ifGenerationMatch": 3}, CTX)
+        service.send_message(guarded(follow_up(task["id"]), 1), CTX)
     assert refused.value.code == -32010 and refused.value.status_code == 409
+    assert refused.value.reason == "TASK_GENERATION_MISMATCH"
+    assert refused.value.metadata == {
+        "taskId": task["id"],
+        "expectedGeneration": "1",
+        "currentGeneration": "4",
+    }
     assert generation_of(service.get_task({"id": task["id"]}, CTX)) == 4  # nothing happened
-    done = service.send_message({**follow_up(task["id"]), "ifGenerationMatch": 4}, CTX)["task"]
+    done = service.send_message(guarded(follow_up(task["id"]), 4), CTX)["task"]
     assert generation_of(done) == 7
-    with pytest.raises(GenerationMismatchError):
-        service.send_message({"message": user_message(text(DONE)), "ifGenerationMatch": 2}, CTX)
+    # A message that creates a task has no generation to match: the precondition is ignored.
+    fresh = service.send_message(guarded({"message": user_message(text(DONE))}, 2), CTX)["task"]
+    assert fresh["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_if_generation_match_only_in_configuration(service: A2AService) -> None:
+    task = paused_task(service)
+    with pytest.raises(errors.InvalidParamsError, match="configuration.ifGenerationMatch"):
+        service.send_message({**follow_up(task["id"]), "ifGenerationMatch": 4}, CTX)
+    with pytest.raises(errors.InvalidParamsError, match="negative"):
+        service.send_message(guarded(follow_up(task["id"]), -1), CTX)
+    assert generation_of(service.get_task({"id": task["id"]}, CTX)) == 4
 
 
 def keyed(key: str) -> CallContext:

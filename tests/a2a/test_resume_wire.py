@@ -89,15 +89,34 @@ def test_long_poll_and_conditional_send_over_http(client: Any) -> None:
     assert bad.status_code == 400
     got = rpc(client, "GetTask", {"id": task["id"], "currentGeneration": 1}).get_json()["result"]
     assert got["metadata"]["generation"] == 4
-    stale = {"message": user_message(text(DONE), taskId=task["id"]), "ifGenerationMatch": 2}
-    error = rpc(client, "SendMessage", stale).get_json()["error"]
-    assert error["code"] == -32010 and error["data"][0]["reason"] == "GENERATION_MISMATCH"
-    rest = client.post("/a2a/rest/message:send", json=stale, headers=V1)
-    assert rest.status_code == 409 and rest.get_json()["error"]["status"] == "ABORTED"
-    fresh = {**stale, "ifGenerationMatch": 4}
+    message = user_message(text(DONE), taskId=task["id"])
+    stale = {"message": message, "configuration": {"ifGenerationMatch": 1}}
+    details = {"taskId": task["id"], "expectedGeneration": "1", "currentGeneration": "4"}
+    for method in ("SendMessage", "SendStreamingMessage"):
+        error = rpc(client, method, stale).get_json()["error"]
+        assert error["code"] == -32010, method
+        assert (
+            error["data"][0]["reason"] == "TASK_GENERATION_MISMATCH"
+            and error["data"][0]["metadata"] == details
+        )
+    for path in ("/a2a/rest/message:send", "/a2a/rest/message:stream"):
+        rest = client.post(path, json=stale, headers=V1)
+        assert rest.status_code == 409 and rest.get_json()["error"]["status"] == "ABORTED", path
+        assert rest.get_json()["error"]["details"][0]["reason"] == "TASK_GENERATION_MISMATCH"
+    # The non-standard top-level spelling is refused, not honoured.
+    top = rpc(client, "SendMessage", {"message": message, "ifGenerationMatch": 4}).get_json()["error"]
+    assert top["code"] == -32602 and "configuration.ifGenerationMatch" in top["message"]
+    fresh = {"message": message, "configuration": {"ifGenerationMatch": 4}}
     assert client.post("/a2a/rest/message:send", json=fresh, headers=V1).get_json()["task"]["metadata"] == {
         "generation": 7
     }
+    # Ignored for a message that creates a task.
+    new = rpc(
+        client,
+        "SendMessage",
+        {"message": user_message(text(DONE)), "configuration": {"ifGenerationMatch": 9}},
+    )
+    assert new.get_json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 @pytest.mark.parametrize("binding", ["jsonrpc", "rest", "v03"])
