@@ -13,7 +13,17 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import authentication, body, discovery, jsonrpc, observation, openapi, rate_limit, rest
+from quineling.a2a import (
+    authentication,
+    binding,
+    body,
+    discovery,
+    jsonrpc,
+    observation,
+    openapi,
+    rate_limit,
+    rest,
+)
 from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card, declare_bearer
 from quineling.a2a.endpoints import (
@@ -141,6 +151,7 @@ def create_app(
     guard = OriginGuard.from_settings(settings)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
+    app.after_request(binding.echo_extensions)  # A2A-Extensions: what a request activated
     app.after_request(body.close_if_unread)  # a body left unread is not drained: the connection closes
     app.after_request(body.close_if_stopping)  # a request in flight at SIGTERM closes its connection after
     app.register_blueprint(discovery.blueprint)

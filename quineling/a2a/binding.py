@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import current_app, request
+from flask import Response, current_app, request
 
 from quineling.a2a.authentication import authenticated_principal
 from quineling.a2a.card import supported_versions
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.context import CallContext
+from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX, under
 from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
 from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots, stop_probe
@@ -45,6 +46,14 @@ class A2AState:
         """The v0.3 compat layer when compat is on."""
         return _V03 if self.legacy_compat else None
 
+    def declared_extensions(self) -> frozenset[str]:
+        """The URIs of the extensions the card declares: the ones a request can activate."""
+        declared = self._versions.get(_EXTENSIONS_KEY)
+        if declared is None:
+            extensions = self.service.card("1.0").get("capabilities", {}).get("extensions", [])
+            declared = self._versions[_EXTENSIONS_KEY] = frozenset(e["uri"] for e in extensions)
+        return declared
+
     def supported_versions(self, binding: str) -> frozenset[str]:
         supported = self._versions.get(binding)
         if supported is None:
@@ -53,6 +62,7 @@ class A2AState:
 
 
 _V03 = V03Compat()
+_EXTENSIONS_KEY = "extensions"  # cached beside the versions, under a name no binding has
 
 
 def state() -> A2AState:
@@ -121,6 +131,31 @@ def make_call_context(
         idempotency_key=environ.get("HTTP_IDEMPOTENCY_KEY"),
         **who,
     )
+
+
+def activated(requested: tuple[str, ...], declared: frozenset[str]) -> str | None:
+    """The ``A2A-Extensions`` answer header: the requested extensions the card declares (this server honours
+    each of those whenever it applies), in the order asked; ``None`` when there are none."""
+    seen = dict.fromkeys(uri for uri in requested if uri in declared)
+    return ", ".join(seen) or None
+
+
+def echo_extensions(response: Response) -> Response:
+    """After a request to a binding: echo the extensions it activated, under the header name it used
+    (``X-A2A-Extensions`` is v0.3's)."""
+    path = request.path
+    if not (under(path, JSONRPC_PATH) or under(path, REST_PREFIX)):
+        return response
+    for key, name in (
+        ("HTTP_A2A_EXTENSIONS", "A2A-Extensions"),
+        ("HTTP_X_A2A_EXTENSIONS", "X-A2A-Extensions"),
+    ):
+        if request.environ.get(key):
+            echoed = activated(_extensions(request.environ, (key,)), state().declared_extensions())
+            if echoed:
+                response.headers[name] = echoed
+            break
+    return response
 
 
 def _extensions(environ: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from quineling.a2a import body as request_body
 from quineling.a2a import observation
-from quineling.a2a.binding import A2AState, is_json_media_type, make_call_context
+from quineling.a2a.binding import A2AState, activated, is_json_media_type, make_call_context
 from quineling.a2a.client_address import Network
 from quineling.a2a.endpoints import JSONRPC_PATH
 from quineling.a2a.errors import A2AError
@@ -120,6 +120,8 @@ class LeanJsonRpc:
             envelope = answer(accepted.method, self.state.service, accepted.params, ctx, accepted.rpc_id)
             payload = compact(envelope).encode("utf-8")
             headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+            if echoed := activated(ctx.extensions, self.state.declared_extensions()):
+                headers.append(("A2A-Extensions", echoed))  # as binding.echo_extensions does
             if isinstance(verdict, Verdict):
                 headers += verdict.headers().items()
             headers.append((observation.REQUEST_ID_HEADER, current.request_id))

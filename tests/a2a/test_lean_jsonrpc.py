@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+from quineling.a2a.card import IDEMPOTENCY_EXTENSION
 from quineling.a2a.lean_jsonrpc import LeanJsonRpc
 from quineling.app import create_app
 from quineling.observe import metrics
@@ -97,6 +98,8 @@ def requests(task_id: str) -> list[tuple[str, bytes, dict[str, str], bool]]:
         ("push config", rpc("GetTaskPushNotificationConfig", {"taskId": task_id, "id": "x"}), JSON, True),
         ("extended card", rpc("GetExtendedAgentCard", None), JSON, True),
         ("null id", rpc("GetTask", {"id": task_id}, None), JSON, True),
+        ("extensions asked", rpc("GetTask", {"id": task_id}), {**JSON, "A2A-Extensions": IDEMPOTENCY_EXTENSION},
+         True),
         # Handed on to Flask:
         ("a tenant not served", rpc("GetTask", {"id": task_id, "tenant": "other"}), JSON, False),
         ("v0.3 method", rpc("tasks/get", {"id": task_id}), {"Content-Type": "application/json"}, False),
