@@ -103,7 +103,8 @@ def create_app(
         raise ValueError("the runtime's state store and the task store must be on one backend")
 
     credentials = authenticator(settings)  # None: anonymous (docs/security.md)
-    card = build_card(settings.advertised_url, legacy_compat=settings.legacy_compat)
+    provider = (settings.provider_organization, settings.provider_url) if settings.provider_url else None
+    card = build_card(settings.advertised_url, legacy_compat=settings.legacy_compat, provider=provider)
     if credentials is not None:
         declare_bearer(card, keys=credentials.keys_enabled, jwt=credentials.jwt_enabled)
     service = A2AService(

@@ -94,6 +94,9 @@ class Settings:
     rate_limit: str = ""
     # Proxies (CIDRs) whose X-Forwarded-For names the client; by default none, so the peer is the client.
     trusted_proxies: str = ""
+    # The card's ``provider`` (who runs this agent): both or neither, since A2A 1.0 requires both fields.
+    provider_organization: str = ""
+    provider_url: str = ""
 
     @property
     def stream_limit(self) -> int:
@@ -260,6 +263,17 @@ def _validate(settings: Settings) -> None:
         if getattr(settings, name) not in allowed:
             raise ConfigError(
                 f"{ENV_PREFIX}{name.upper()} must be one of {', '.join(allowed)} (got {getattr(settings, name)!r})"
+            )
+    if bool(settings.provider_organization) != bool(settings.provider_url):
+        raise ConfigError(
+            "QUINELING_PROVIDER_ORGANIZATION and QUINELING_PROVIDER_URL are set together or not at all "
+            "(the card's provider needs both)"
+        )
+    if settings.provider_url:
+        parts = urlsplit(settings.provider_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(
+                f"QUINELING_PROVIDER_URL must be an absolute http(s) URL (got {settings.provider_url!r})"
             )
     _validate_origins(settings)
     _validate_rate_limits(settings)

@@ -44,6 +44,12 @@ EXTENSIONS = [
     },
 ]
 
+# What a result can be rendered as (acceptedOutputModes; quineling/a2a/executor.py): the JSON result, and a
+# short human summary of it.
+JSON_MODE = "application/json"
+TEXT_MODE = "text/plain"
+OUTPUT_MODES = [JSON_MODE, TEXT_MODE]
+
 _CREATE = {"operation": "create", "thought": "[2,3,4] | square | sum | report total"}
 _SKILLS = [
     {
@@ -54,6 +60,8 @@ _SKILLS = [
             "inspect a stored artifact, recover a program from source or a genome, and sample frames."
         ),
         "tags": ["build", "parse", "create", "compile", "inspect", "recover", "frame"],
+        "inputModes": ["application/json", "text/plain"],  # a text part is a thought to create from
+        "outputModes": OUTPUT_MODES,
         "examples": [
             "[2,3,4] | square | sum | report total",
             json.dumps(_CREATE),
@@ -68,6 +76,8 @@ _SKILLS = [
             "Ranch operations never run tasks."
         ),
         "tags": ["ranch", "offspring", "lineage", "annotate", "world"],
+        "inputModes": ["application/json"],
+        "outputModes": OUTPUT_MODES,
         "examples": [
             json.dumps(
                 {"operation": "worldCreate", "worldKey": "a2a-garden", "seed": 23, "affinity": "neutral"}
@@ -80,6 +90,8 @@ _SKILLS = [
         "name": "Execute",
         "description": "Explicit execution: run a stored artifact, or reproduce it from a retained execution record.",
         "tags": ["execute", "run", "reproduce"],
+        "inputModes": ["application/json"],
+        "outputModes": OUTPUT_MODES,
         "examples": [
             json.dumps({"operation": "run", "artifactId": "<artifact id>"}),
             json.dumps({"operation": "reproduce", "artifactId": "<artifact id>", "recordId": "<record id>"}),
@@ -88,8 +100,11 @@ _SKILLS = [
 ]
 
 
-def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
-    """The pure 1.0 card. The 1.0 interfaces come first: simple clients take the first entry per binding."""
+def build_card(
+    base_url: str, *, legacy_compat: bool, provider: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The pure 1.0 card. The 1.0 interfaces come first: simple clients take the first entry per binding.
+    ``provider``: (organization, URL) of who runs the agent, from the settings; absent when not set."""
     base = base_url.rstrip("/")
     interfaces = [
         {"url": base + JSONRPC_PATH, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
@@ -99,7 +114,7 @@ def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
         interfaces.append(
             {"url": base + JSONRPC_PATH, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
         )
-    return {
+    card: dict[str, Any] = {
         "name": "Quineling",
         "description": (
             "Turns thoughts into validated Quineling programs (lifeforms) and runs the local runtime: build, "
@@ -114,9 +129,12 @@ def build_card(base_url: str, *, legacy_compat: bool) -> dict[str, Any]:
             "extensions": json.loads(json.dumps(EXTENSIONS)),
         },
         "defaultInputModes": ["application/json", "text/plain"],
-        "defaultOutputModes": ["application/json"],
+        "defaultOutputModes": [JSON_MODE],  # what a send that names no acceptedOutputModes gets
         "skills": json.loads(json.dumps(_SKILLS)),
     }
+    if provider is not None:
+        card["provider"] = {"organization": provider[0], "url": provider[1]}
+    return card
 
 
 BEARER_SCHEME = "bearer"

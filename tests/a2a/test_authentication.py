@@ -194,7 +194,10 @@ def test_the_card_declares_the_bearer_scheme_in_each_generations_form(
         legacy = superset["securitySchemes"]["bearer"]
         assert legacy["type"] == "http" and legacy["scheme"] == "Bearer"
         assert ("bearerFormat" in legacy) is jwt_on
-        assert superset["security"] == [{"bearer": []}] and "securityRequirements" not in superset
+        assert superset["security"] == [{"bearer": []}]
+        # The superset also reads as 1.0: each scheme carries its 1.0 oneof member, and the 1.0 requirements.
+        assert superset["securitySchemes"]["bearer"]["httpAuthSecurityScheme"] == scheme
+        assert superset["securityRequirements"] == pure["securityRequirements"]
         for card in (pure, superset):
             text = json.dumps(card)
             assert not any(token in text for token in tokens.values()) and "sha256:" not in text
@@ -347,3 +350,36 @@ def test_a_new_principal_beyond_the_scope_bound_is_refused_until_one_is_idle(
     assert Caller(client, "jsonrpc", carol).waiting()
     status, body = alice.get(alices)
     assert body["error"]["code"] == -32001  # alice's idle scope was reclaimed for carol
+
+
+def test_the_superset_card_reads_as_1_0_and_as_v0_3_to_the_official_sdk(
+    tmp_path: Path, keys: tuple[Path, dict[str, str]]
+) -> None:
+    """The header-less card with auth on, through a2a-sdk's own 1.0 card parser and its v0.3 model."""
+    from tests.interop.conftest import sdk_unavailable
+
+    try:
+        from a2a.client.card_resolver import parse_agent_card
+        from a2a.compat.v0_3 import types as v03
+        from a2a.types.a2a_pb2 import AgentCard
+        from google.protobuf import json_format
+    except ImportError as exc:
+        sdk_unavailable(f"a2a-sdk is not installed ({exc})")
+    superset = (
+        app_with(tmp_path, keys[0], jwt=True).test_client().get("/.well-known/agent-card.json").get_json()
+    )
+    # Strictly as 1.0, the top-level v0.3-only members and each scheme's v0.3 keys aside: every scheme is a
+    # oneof the 1.0 types know, and nothing else in the card is unknown to them.
+    known = {field.json_name for field in AgentCard.DESCRIPTOR.fields}
+    v1_only = {k: v for k, v in json.loads(json.dumps(superset)).items() if k in known}
+    for name, scheme in v1_only["securitySchemes"].items():
+        v1_only["securitySchemes"][name] = {k: v for k, v in scheme.items() if k.endswith("SecurityScheme")}
+    strict = json_format.ParseDict(v1_only, AgentCard())
+    assert strict.security_schemes["bearer"].http_auth_security_scheme.scheme == "Bearer"
+    assert list(strict.security_requirements[0].schemes) == ["bearer"]
+    parsed = parse_agent_card(json.loads(json.dumps(superset)))  # what the SDK's resolver does
+    assert parsed.security_schemes["bearer"].http_auth_security_scheme.bearer_format == "JWT"
+    legacy = v03.AgentCard.model_validate(superset)
+    assert legacy.security_schemes is not None
+    assert legacy.security_schemes["bearer"].root.type == "http"
+    assert legacy.security == [{"bearer": []}]

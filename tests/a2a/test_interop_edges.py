@@ -62,3 +62,44 @@ def test_activated_extensions_are_echoed_on_every_binding(client: Any) -> None:
     assert "A2A-Extensions" not in plain.headers and "A2A-Extensions" not in unknown.headers
     card = client.get("/.well-known/agent-card.json", headers={"A2A-Extensions": IDEMPOTENCY_EXTENSION})
     assert "A2A-Extensions" not in card.headers  # only binding calls activate anything
+
+
+# --- the card -------------------------------------------------------------------------------------------
+
+CARD = "/.well-known/agent-card.json"
+
+
+def test_provider_comes_from_the_settings_and_is_omitted_when_unset() -> None:
+    from tests.a2a.conftest import make_app
+
+    plain = make_app().test_client().get(CARD, headers=V1).get_json()
+    assert "provider" not in plain
+    config = {"provider_organization": "Example Labs", "provider_url": "https://labs.example.com"}
+    client = make_app(config=config).test_client()
+    for headers in (V1, {}):  # the pure card and the superset one
+        card = client.get(CARD, headers=headers).get_json()
+        assert card["provider"] == {"organization": "Example Labs", "url": "https://labs.example.com"}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"provider_organization": "Example Labs"}, {"provider_url": "https://x.example"},
+     {"provider_organization": "X", "provider_url": "ftp://x.example"}],
+)  # fmt: skip
+def test_provider_settings_need_both_and_a_web_url(config: dict[str, str]) -> None:
+    from quineling.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match="QUINELING_PROVIDER"):
+        load_settings(config, env={})
+
+
+def test_every_skill_states_its_input_and_output_modes(client: Any) -> None:
+    card = client.get(CARD, headers=V1).get_json()
+    modes = {skill["id"]: (skill["inputModes"], skill["outputModes"]) for skill in card["skills"]}
+    assert modes == {
+        "build": (["application/json", "text/plain"], ["application/json", "text/plain"]),
+        "ranch": (["application/json"], ["application/json", "text/plain"]),
+        "execute": (["application/json"], ["application/json", "text/plain"]),
+    }
+    legacy = client.get(CARD).get_json()  # the superset card carries them in v0.3 form too (same names)
+    assert [s["inputModes"] for s in legacy["skills"]] == [m[0] for m in modes.values()]

@@ -153,4 +153,16 @@ def card_to_v03(card: Json, *, superset: bool) -> Json:
         out["signatures"] = copy.deepcopy(card["signatures"])
     if superset:
         out["supportedInterfaces"] = copy.deepcopy(interfaces)
+        _security_superset(card, out)
     return out
+
+
+def _security_superset(card: Json, out: Json) -> None:
+    """The superset card's security in both generations' shapes: each scheme is the v0.3 object with the 1.0
+    oneof member beside it (``type`` for v0.3 readers, ``httpAuthSecurityScheme`` etc. for 1.0 ones; each
+    ignores the other's keys), and the 1.0 ``securityRequirements`` sit beside v0.3's ``security``."""
+    schemes = card.get("securitySchemes") or {}
+    for name, v03 in (out.get("securitySchemes") or {}).items():
+        v03.update(copy.deepcopy(schemes[name]))
+    if card.get("securityRequirements"):
+        out["securityRequirements"] = copy.deepcopy(card["securityRequirements"])
