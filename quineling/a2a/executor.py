@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from quineling.a2a import wire
+from quineling.a2a import output_modes, wire
 from quineling.a2a.model import RESULT_ARTIFACT_ID, agent_message
 from quineling.runtime.errors import QuinelingError
 from stores.base import TaskWrite
@@ -127,8 +127,15 @@ class QuinelingExecutor:
 
     # -- entry points ---------------------------------------------------------------------------------
 
-    def prepare_start(self, task_id: str, context_id: str, message: JSON) -> Pending:
-        """A new task for ``message`` up to WORKING (the caller dispatches, finishes and saves it once)."""
+    def prepare_start(
+        self,
+        task_id: str,
+        context_id: str,
+        message: JSON,
+        modes: frozenset[str] = output_modes.DEFAULT,
+    ) -> Pending:
+        """A new task for ``message`` up to WORKING (the caller dispatches, finishes and saves it once);
+        ``modes``: the renderings of the result the send accepts (quineling/a2a/output_modes.py)."""
         message = {**message, "taskId": task_id, "contextId": context_id}
         task: JSON = {"id": task_id, "contextId": context_id, "history": [message]}
         self._set_status(task, "TASK_STATE_SUBMITTED")
@@ -138,10 +145,12 @@ class QuinelingExecutor:
             request = request_of(message)
         except QuinelingError as exc:
             self._fail(execution, exc)
-            return Pending(execution, None, self._finish)
-        return self._working(execution, request)
+            return Pending(execution, None, self._finisher(modes))
+        return self._working(execution, request, modes)
 
-    def prepare_resume(self, task: JSON, message: JSON) -> Pending:
+    def prepare_resume(
+        self, task: JSON, message: JSON, modes: frozenset[str] = output_modes.DEFAULT
+    ) -> Pending:
         """A follow-up message on a non-terminal task: the whole transcript is kept."""
         task = dict(task)
         message = {**message, "taskId": task["id"], "contextId": task["contextId"]}
@@ -156,13 +165,13 @@ class QuinelingExecutor:
                 self._set_status(task, "TASK_STATE_INPUT_REQUIRED", self._error_message(task, exc))
                 execution.opening = dict(task)
                 execution.events.append(_status_event(task))
-                return Pending(execution, None, self._finish)
+                return Pending(execution, None, self._finisher(modes))
             execution.opening = dict(task)
             self._fail(execution, exc)
-            return Pending(execution, None, self._finish)
+            return Pending(execution, None, self._finisher(modes))
         self._set_status(task, "TASK_STATE_WORKING")
         execution.opening = dict(task)
-        return self._working(execution, request)
+        return self._working(execution, request, modes)
 
     def cancel(self, task: JSON) -> Execution:
         task = dict(task)
@@ -172,14 +181,17 @@ class QuinelingExecutor:
 
     # -- steps ----------------------------------------------------------------------------------------
 
-    def _working(self, execution: Execution, request: Any) -> Pending:
+    def _working(self, execution: Execution, request: Any, modes: frozenset[str]) -> Pending:
         task = execution.task
         self._set_status(task, "TASK_STATE_WORKING")
         execution.events.append(_status_event(task))
-        return Pending(execution, request, self._finish)
+        return Pending(execution, request, self._finisher(modes))
 
-    def _finish(self, execution: Execution, outcome: Outcome) -> Execution:
-        """Record the runtime's outcome on a (copied) WORKING execution."""
+    def _finisher(self, modes: frozenset[str]) -> Callable[[Execution, Outcome], Execution]:
+        return lambda execution, outcome: self._finish(execution, outcome, modes)
+
+    def _finish(self, execution: Execution, outcome: Outcome, modes: frozenset[str]) -> Execution:
+        """Record the runtime's outcome on a (copied) WORKING execution, its result rendered as ``modes``."""
         if isinstance(outcome, QuinelingError):
             self._fail(execution, outcome)
             return execution
@@ -187,7 +199,7 @@ class QuinelingExecutor:
         artifact = {
             "artifactId": RESULT_ARTIFACT_ID,
             "name": RESULT_ARTIFACT_ID,
-            "parts": [{"data": outcome, "mediaType": "application/json"}],
+            "parts": output_modes.result_parts(outcome, modes),
         }
         # The stable container id means a follow-up's result replaces the earlier one.
         others = [a for a in task.get("artifacts", []) if a.get("artifactId") != RESULT_ARTIFACT_ID]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from quineling.a2a import event_ids, idempotency, wire
+from quineling.a2a import event_ids, idempotency, output_modes, wire
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import (
     InternalError,
@@ -139,9 +139,10 @@ class A2AService:
         wire.metadata(params)  # validated for every binding alike; the request's metadata is not kept
         config = wire.require_object(wire.field(params, "configuration"), "configuration")
         history_length = wire.history_length(config)
-        # returnImmediately/blocking and acceptedOutputModes are read for validation only: the work is
-        # synchronous, and push configs are ignored because the pushNotifications capability is off.
+        # returnImmediately/blocking is read for validation only: the work is synchronous, and push configs are
+        # ignored because the pushNotifications capability is off.
         wire.boolean(config, "returnImmediately")
+        modes = output_modes.accepted(wire.field(config, "acceptedOutputModes"))
         if wire.field(params, "ifGenerationMatch") is not None:
             # Not a member of SendMessageRequest: the draft 1.1 precondition lives in its configuration.
             raise InvalidParamsError(
@@ -153,14 +154,14 @@ class A2AService:
             raise InvalidParamsError("configuration.ifGenerationMatch must not be negative")
         key = idempotency.valid_key(ctx.idempotency_key)
         if key is None:
-            return self._run(ctx, message, history_length, None, expected, streaming=streaming)
+            return self._run(ctx, message, history_length, None, expected, modes, streaming=streaming)
         request = idempotency.fingerprint(params)
         held = self._load_claim(ctx, key)
         if held is not None:
             return self._replay(ctx, request, held, history_length)
         try:
             claiming = Claiming(key, request, self.idempotency_ttl)
-            return self._run(ctx, message, history_length, claiming, expected, streaming=streaming)
+            return self._run(ctx, message, history_length, claiming, expected, modes, streaming=streaming)
         except KeyClaimed as taken:  # an identical request committed first: answer as it did
             return self._replay(ctx, request, taken.record, history_length)
 
@@ -171,6 +172,7 @@ class A2AService:
         history_length: int | None,
         claiming: Claiming | None,
         expected: int | None,
+        modes: frozenset[str],
         *,
         streaming: bool,
     ) -> Sent:
@@ -180,9 +182,11 @@ class A2AService:
         :func:`_logged`)."""
         task_id = message.get("taskId")
         if task_id:
-            execution = self._follow_up(ctx, task_id, message, claiming, expected)
+            execution = self._follow_up(ctx, task_id, message, claiming, expected, modes)
         else:
-            pending = self.executor.prepare_start(new_id(), message.get("contextId") or new_id(), message)
+            pending = self.executor.prepare_start(
+                new_id(), message.get("contextId") or new_id(), message, modes
+            )
             try:
                 execution = self._dispatch_and_save(ctx, pending, 0, 0, claiming, streaming=streaming)
             except TaskConflict:  # a fresh random id already taken: not expected to happen
@@ -276,6 +280,7 @@ class A2AService:
         message: JSON,
         claiming: Claiming | None = None,
         expected: int | None = None,
+        modes: frozenset[str] = output_modes.DEFAULT,
     ) -> Execution:
         """Load the task and its version, check it still accepts messages, dispatch, save conditionally.
 
@@ -290,7 +295,7 @@ class A2AService:
         for attempt in range(1, CONFLICT_ATTEMPTS + 1):
             # Checked on the task as loaded; the save is conditional on that load, so it holds at the commit.
             _check_generation(task_id, generation_of(task), expected)
-            pending = self.executor.prepare_resume(task, message)
+            pending = self.executor.prepare_resume(task, message, modes)
             try:
                 return self._dispatch_and_save(ctx, pending, current.version, generation_of(task), claiming)
             except TaskConflict:

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from quineling.a2a import errors
 from quineling.a2a.card import IDEMPOTENCY_EXTENSION, LONG_POLL_EXTENSION
 from tests.a2a.conftest import text, user_message
-from tests.support.bindings import V1
+from tests.support.bindings import V1, Outcome
 
 RPC = "/a2a/jsonrpc"
 UNKNOWN_EXTENSION = "https://example.com/ext/unknown/v1"
@@ -103,3 +104,83 @@ def test_every_skill_states_its_input_and_output_modes(client: Any) -> None:
     }
     legacy = client.get(CARD).get_json()  # the superset card carries them in v0.3 form too (same names)
     assert [s["inputModes"] for s in legacy["skills"]] == [m[0] for m in modes.values()]
+
+
+# --- acceptedOutputModes ---------------------------------------------------------------------------------
+
+SQUARES = "[2,3,4] | square | sum | report total"
+
+
+def send_accepting(binding: Any, modes: Any, method: str = "SendMessage", **fields: Any) -> Outcome:
+    params = {
+        "message": user_message(text(SQUARES), **fields),
+        "configuration": {"acceptedOutputModes": modes},
+    }
+    return binding.call(method, params) if method == "SendMessage" else binding.stream(method, params)
+
+
+def result_parts(outcome: Outcome) -> list[dict[str, Any]]:
+    (artifact,) = outcome.value["task"]["artifacts"]
+    parts: list[dict[str, Any]] = artifact["parts"]
+    return parts
+
+
+@pytest.mark.parametrize(
+    ("modes", "kinds"),
+    [
+        (None, ["data"]),
+        ([], ["data"]),
+        (["text/plain"], ["text"]),
+        (["TEXT/PLAIN; charset=utf-8"], ["text"]),
+        (["text/*"], ["text"]),
+        (["text/plain", "application/json"], ["data", "text"]),  # the JSON first, whatever the order asked
+        (["*/*"], ["data"]),
+        (["image/png", "application/json"], ["data"]),
+    ],
+)
+def test_accepted_output_modes_choose_the_result_parts(binding: Any, modes: Any, kinds: list[str]) -> None:
+    parts = result_parts(send_accepting(binding, modes))
+    assert [next(k for k in ("data", "text") if k in part) for part in parts] == kinds
+    for part in parts:
+        assert part["mediaType"] == ("application/json" if "data" in part else "text/plain")
+    if "text" in kinds:
+        summary = next(p["text"] for p in parts if "text" in p)
+        assert summary == "create: created (artifact.id: sha256:abc)"  # the fake runtime's result
+
+
+def test_a_text_summary_streams_and_reaches_v03_clients(binding: Any, client: Any) -> None:
+    events = list(send_accepting(binding, ["text/plain"], "SendStreamingMessage").value)
+    (update,) = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+    assert update["artifact"]["parts"] == [
+        {"text": "create: created (artifact.id: sha256:abc)", "mediaType": "text/plain"}
+    ]
+    legacy = {
+        "message": {"kind": "message", "messageId": "m1", "role": "user", "parts": [{"kind": "text", "text": SQUARES}]},
+        "configuration": {"acceptedOutputModes": ["text/plain"]},
+    }  # fmt: skip
+    body = client.post(
+        RPC, json={"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": legacy}
+    ).get_json()
+    assert body["result"]["artifacts"][0]["parts"] == [
+        {"kind": "text", "text": "create: created (artifact.id: sha256:abc)"}
+    ]
+
+
+@pytest.mark.parametrize("modes", [["image/png"], ["application/xml", "audio/*"]])
+def test_only_unproducible_output_modes_is_content_type_not_supported(
+    binding: Any, client: Any, modes: list[str]
+) -> None:
+    outcome = send_accepting(binding, modes)
+    assert outcome.error is errors.ContentTypeNotSupportedError
+    if binding.name == "jsonrpc":
+        assert outcome.raw["error"]["code"] == -32005
+    else:
+        assert outcome.raw["status"] == "INVALID_ARGUMENT" and outcome.raw["code"] == 400
+    assert send_accepting(binding, modes, "SendStreamingMessage").error is errors.ContentTypeNotSupportedError
+    listed = binding.call("ListTasks", {})
+    assert listed.value["tasks"] == []  # refused before anything ran
+
+
+def test_accepted_output_modes_must_be_strings(binding: Any) -> None:
+    assert send_accepting(binding, "text/plain").error is errors.InvalidParamsError
+    assert send_accepting(binding, [3]).error is errors.InvalidParamsError
