@@ -105,7 +105,7 @@ def _read_request(limit: int) -> dict[str, Any]:
     if not isinstance(body.get("method"), str):
         raise _Reject(InvalidRequestError("method must be a string"), rpc_id=rpc_id)
     if "id" not in body:
-        # A notification (JSON-RPC 2.0 §4.1) would get no answer, yet every A2A method's point is its answer:
+        # A notification (JSON-RPC 2.0, section 4.1) would get no answer, yet every A2A method's point is its answer:
         # refused as invalid rather than run unseen (docs/decisions-a2a.md, "Bindings").
         raise _Reject(
             InvalidRequestError(

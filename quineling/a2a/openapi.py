@@ -48,6 +48,7 @@ from quineling.a2a.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from quineling.a2a.long_poll import GenerationMismatchError
 from quineling.a2a.rate_limit import RATE_LIMIT_DOMAIN, RateLimitedError, parse_limits
 from quineling.a2a.wire import ROLES, TASK_STATES
 
@@ -126,6 +127,24 @@ _FOLLOW_UP_FAILURES = (
         400,
         UnsupportedOperationError,
         "`message.taskId` names a task in a terminal state, which accepts no messages",
+    ),
+    Failure(
+        400,
+        ContentTypeNotSupportedError,
+        "`configuration.acceptedOutputModes` names only media types this agent cannot answer with (it "
+        "answers `application/json` and `text/plain`); nothing was run",
+        "None of acceptedOutputModes ['image/png'] can be produced; this agent answers with application/json "
+        "or text/plain",
+        {"supportedOutputModes": "application/json,text/plain"},
+    ),
+    Failure(
+        409,
+        GenerationMismatchError,
+        "`configuration.ifGenerationMatch` is not the generation of the task `message.taskId` names; "
+        "nothing was run (call GetTask for the task as it is)",
+        f"ifGenerationMatch is 1 but task {EXAMPLE_TASK_ID} is at generation 4; nothing was executed. "
+        "Call GetTask for the task's current state.",
+        {"taskId": EXAMPLE_TASK_ID, "expectedGeneration": "1", "currentGeneration": "4"},
     ),
 )
 _PUSH_OFF = Failure(
@@ -476,7 +495,8 @@ def failures_of(op: Operation, facts: Facts, path: str = "") -> list[Failure]:
 
 def error_components() -> dict[str, JSON]:
     """The REST error body as OpenAPI schemas: ``ErrorResponse`` holds a ``Status`` with ``ErrorInfo``."""
-    documented: tuple[type[A2AError], ...] = (*ALL_ERRORS, RateLimitedError)
+    # The draft 1.1 precondition's error is defined beside long-poll, outside the 1.0 table.
+    documented: tuple[type[A2AError], ...] = (*ALL_ERRORS, GenerationMismatchError, RateLimitedError)
     reasons = sorted({cls.reason for cls in documented})
     statuses = sorted({cls.status for cls in documented})
     return {
@@ -628,7 +648,7 @@ def request_components() -> dict[str, JSON]:
             "type": "object",
             "nullable": True,
             "description": "How to answer. The work runs within the request, so `returnImmediately` changes "
-            "nothing; `acceptedOutputModes` is not read (answers are JSON).",
+            "nothing.",
             "properties": {
                 "historyLength": _int32(
                     0,
@@ -636,7 +656,20 @@ def request_components() -> dict[str, JSON]:
                     "is cut to 1000; absent keeps all",
                 ),
                 "returnImmediately": {"nullable": True, "anyOf": [{"type": "boolean"}, _BOOLEAN_STRING]},
-                "acceptedOutputModes": {"description": "Not read by this agent"},
+                "acceptedOutputModes": {
+                    "type": "array",
+                    "nullable": True,
+                    "items": {"type": "string"},
+                    "description": "Media types the result may come as: `application/json` (the result, the "
+                    "default) and `text/plain` (a one-line summary) are produced, each named one as a part of "
+                    "the `quineling-result` artifact; naming only others is 400 CONTENT_TYPE_NOT_SUPPORTED",
+                },
+                "ifGenerationMatch": _int32(
+                    0,
+                    "Draft A2A 1.1 precondition: a follow-up (`message.taskId`) runs only if the task is at this "
+                    "generation (its `metadata.generation`), else 409 TASK_GENERATION_MISMATCH; ignored for a "
+                    "message that creates a task",
+                ),
             },
         },
     }
@@ -875,7 +908,7 @@ class Documenter(BasePlugin):
             return response
         content = response["content"]
         if "application/json" in content:
-            # The media type follows Accept: application/a2a+json only when the client asks for it.
+            # The media type follows Accept: application/a2a+json unless the client prefers application/json.
             response["content"] = {
                 media_type: copy.deepcopy(content["application/json"]) for media_type in JSON_MEDIA_TYPES
             }
@@ -1078,7 +1111,8 @@ def _info_description(facts: Facts) -> str:
             f"- Request bodies are JSON (`application/json` or `application/a2a+json`), at most "
             f"{facts.request_limit_bytes} bytes; field names may be camelCase or snake_case, and `null` counts "
             "as absent.",
-            "- Answers are `application/json`, or `application/a2a+json` when `Accept` asks for it.",
+            "- Answers are `application/a2a+json`, or `application/json` when `Accept` prefers it (or names "
+            "only it); error answers are `application/json`.",
             "- Every error answer is an `ErrorResponse`: a google.rpc.Status whose `code` is the HTTP status "
             "and whose one `ErrorInfo` detail names the A2A reason. An unknown route is 404 "
             "`METHOD_NOT_FOUND`; a method a route does not serve is 405 with an `Allow` header.",

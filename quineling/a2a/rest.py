@@ -127,13 +127,14 @@ def _check_request() -> Response | None:
     return None
 
 
+A2A_JSON, PLAIN_JSON = "application/a2a+json", "application/json"
+
+
 def _media_type() -> str:
-    # Answer application/a2a+json only to clients that ask for it (docs/decisions-a2a.md, "Bindings").
-    return (
-        "application/a2a+json"
-        if "application/a2a+json" in request.headers.get("Accept", "")
-        else "application/json"
-    )
+    """A2A 1.0.1: HTTP+JSON SHOULD answer ``application/a2a+json``; by content negotiation, a client whose
+    ``Accept`` prefers (or names only) ``application/json`` gets that (docs/decisions-a2a.md, "Bindings")."""
+    accept = request.accept_mimetypes
+    return (accept.best_match([A2A_JSON, PLAIN_JSON]) if accept else None) or A2A_JSON
 
 
 def render(value: Any, status: int = 200) -> Response:
@@ -143,7 +144,8 @@ def render(value: Any, status: int = 200) -> Response:
 
 def render_error(error: A2AError) -> Response:
     observation.note_error(error)
-    response = Response(compact(error.to_rest()), status=error.status_code, mimetype="application/json")
+    # An error body is a google.rpc.Status, not an A2A object: application/json, as the reference SDK answers.
+    response = Response(compact(error.to_rest()), status=error.status_code, mimetype=PLAIN_JSON)
     if error.retry_after is not None:  # a transient failure (503): when to try again
         response.headers["Retry-After"] = str(error.retry_after)
     return response

@@ -253,6 +253,12 @@ def test_real_error_bodies_validate_against_the_declared_schemas(client: Any) ->
     doc = document(client)
     done = _send(client, {"message": user_message(text("[1] | sum | report t"))}).get_json()["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    waiting = _send(client, {"message": user_message(text(" "))}).get_json()["task"]
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    stale = {
+        "message": user_message(text("x"), taskId=waiting["id"]),
+        "configuration": {"ifGenerationMatch": 1},
+    }
     small = make_app(request_limit_bytes=256).test_client()
     picky = make_app(config={"tenants": "alpha"}).test_client()
     message = {"message": user_message(text("x"))}
@@ -277,6 +283,9 @@ def test_real_error_bodies_validate_against_the_declared_schemas(client: Any) ->
         (client, "delete", "/tasks/t/pushNotificationConfigs/c", {}, 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
         (client, "get", "/extendedAgentCard", {}, 400, "UNSUPPORTED_OPERATION"),
         (client, "get", "/acme/extendedAgentCard", {}, 400, "UNSUPPORTED_OPERATION"),
+        (client, "post", "/message:send", {"json": {**message, "configuration": {"acceptedOutputModes": ["image/png"]}}}, 400, "CONTENT_TYPE_NOT_SUPPORTED"),
+        (client, "post", "/message:send", {"json": stale}, 409, "TASK_GENERATION_MISMATCH"),
+        (client, "post", "/message:stream", {"json": stale}, 409, "TASK_GENERATION_MISMATCH"),
         (client, "get", "/tasks/nope", {}, 404, "TASK_NOT_FOUND"),
         (client, "get", "/acme/tasks/nope", {}, 404, "TASK_NOT_FOUND"),
         (client, "post", "/tasks/nope:cancel", {}, 404, "TASK_NOT_FOUND"),

@@ -96,12 +96,28 @@ def test_method_not_allowed_keeps_allow_header(
     assert method not in response.headers["Allow"]
 
 
-def test_response_media_type_follows_accept(client: Any) -> None:
+@pytest.mark.parametrize(
+    ("accept", "answered"),
+    [
+        (None, "application/a2a+json"),  # A2A 1.0.1: HTTP+JSON SHOULD use its own media type
+        ("*/*", "application/a2a+json"),
+        ("application/*", "application/a2a+json"),
+        ("application/a2a+json", "application/a2a+json"),
+        ("application/json, application/a2a+json", "application/a2a+json"),
+        ("application/json", "application/json"),  # a client that accepts only JSON still gets it
+        ("application/json;q=0.9, application/a2a+json;q=0.1", "application/json"),
+        ("text/html", "application/a2a+json"),  # nothing acceptable: the binding's own type, never a 406
+    ],
+)
+def test_response_media_type_is_negotiated(client: Any, accept: str | None, answered: str) -> None:
+    headers = V1 if accept is None else {**V1, "Accept": accept}
     body = {"message": user_message(text("x"))}
-    plain = client.post(BASE + "/message:send", json=body, headers=V1)
-    assert plain.mimetype == "application/json"
-    a2a = client.post(BASE + "/message:send", json=body, headers={**V1, "Accept": "application/a2a+json"})
-    assert a2a.mimetype == "application/a2a+json"
+    sent = client.post(BASE + "/message:send", json=body, headers=headers)
+    assert sent.status_code == 200 and sent.mimetype == answered
+    task_id = sent.get_json()["task"]["id"]
+    assert client.get(f"{BASE}/tasks/{task_id}", headers=headers).mimetype == answered
+    error = client.get(f"{BASE}/tasks/nope", headers=headers)
+    assert error.status_code == 404 and error.mimetype == "application/json"  # a google.rpc.Status body
 
 
 def test_a2a_json_request_accepted(client: Any) -> None:
