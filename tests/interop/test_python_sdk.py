@@ -32,6 +32,7 @@ try:
     )
     from a2a.utils.errors import (
         A2AError,
+        ContentTypeNotSupportedError,
         TaskNotCancelableError,
         TaskNotFoundError,
         UnsupportedOperationError,
@@ -512,3 +513,35 @@ def test_idle_subscriptions_outlive_the_sdk_default_read_timeout(server: LiveSer
     for held, stream in run(both):
         assert held >= IDLE_SECONDS
         assert kinds_and_states(stream)[-1] == ("status_update", COMPLETED)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_accepted_output_modes_through_the_client_config(server: LiveServer, binding: str) -> None:
+    """ClientConfig.accepted_output_modes reaches the server: text/plain gets the summary part, and a type the
+    agent cannot produce is the typed ContentTypeNotSupportedError."""
+
+    async def scenario() -> tuple[Task, A2AError]:
+        async def with_modes(modes: list[str]) -> Client:
+            config = ClientConfig(
+                streaming=False,
+                supported_protocol_bindings=[binding],
+                use_client_preference=True,
+                accepted_output_modes=modes,
+            )
+            return await ClientFactory(config).create_from_url(server.base_url)
+
+        text_client, image_client = await with_modes(["text/plain"]), await with_modes(["image/png"])
+        try:
+            task = await send(text_client, message({"text": SQUARE_SUM}))
+            error = await raised(send(image_client, message({"text": SQUARE_SUM})))
+        finally:
+            await text_client.close()
+            await image_client.close()
+        return task, error
+
+    task, error = run(scenario)
+    assert state(task) == COMPLETED
+    (artifact,) = task.artifacts
+    assert [part.WhichOneof("content") for part in artifact.parts] == ["text"]
+    assert artifact.parts[0].text.startswith("create: created (")
+    assert isinstance(error, ContentTypeNotSupportedError), repr(error)
