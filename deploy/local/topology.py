@@ -336,11 +336,8 @@ class Topology:
     def app_env(self, app: str) -> dict[str, str]:
         self.token  # noqa: B018 - makes sure the keys file exists before the hosts read it
         env = {k: v for k, v in os.environ.items() if not k.startswith("QUINELING_")}
-        runtime = self.state / app  # gunicorn's control socket, one per host rather than one in $HOME
-        runtime.mkdir(parents=True, exist_ok=True)
         env.update(
             PYTHONPATH=str(ROOT),
-            XDG_RUNTIME_DIR=str(runtime),
             QUINELING_A2A_HOST=self.address(app),
             QUINELING_A2A_PORT=str(APP_PORT),
             QUINELING_BASE_URL=self.balancer_url,

@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
-    except Exception as exc:  # the last line of defence: an envelope, never a bare traceback
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: an envelope, never a bare traceback
         if debug:
             traceback.print_exc(file=sys.stderr)
         return report(

@@ -77,7 +77,7 @@ def public_url(url: str | httpx.URL) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class StreamCut(Exception):  # noqa: N818 - an outcome, not an error for callers: the stream ended early
+class StreamCut(Exception):  # an outcome, not an error for callers: the stream ended early
     """An event stream broke before the agent closed it cleanly (caught by the resuming subscriber)."""
 
 
