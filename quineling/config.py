@@ -39,7 +39,7 @@ class Settings:
     # Documents each worker keeps from a network store (see stores/cache.py); 0 turns the cache off.
     read_cache_entries: int = 4096
     # Redis deadlines: to connect, and for each reply (a blocking event read gets the keep-alive period on
-    # top; stores/redis.py). A stalled server fails a request after this long instead of holding it.
+    # top; stores/redis/store.py). A stalled server fails a request after this long instead of holding it.
     redis_connect_timeout_seconds: float = 2.0
     redis_timeout_seconds: float = 5.0
     # CA certificates (a PEM file) a TLS store URL's server certificate must chain to; empty: the system's

@@ -15,7 +15,7 @@ from importlib import metadata
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from stores.cluster_url import cluster_hosts
+from stores.redis.cluster_url import cluster_hosts
 
 PACKAGE = "quineling-a2a"
 SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "pwd", "token", "secret"})

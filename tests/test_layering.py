@@ -30,7 +30,7 @@ RULES = {
     # The client calls other agents: no web framework and nothing of this server; shared state goes through
     # the stores layer's public surface (never a backend module, never the Redis driver itself).
     "quineling/client": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "fakeredis",
-                         "stores.memory", "stores.redis", "stores.redis_connection", "quineling.a2a",
+                         "stores.memory", "stores.redis", "stores.redis.connection", "quineling.a2a",
                          "quineling.app", "quineling.auth", "quineling.config", "quineling.runtime", "quineling.cli"),
 }  # fmt: skip
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.

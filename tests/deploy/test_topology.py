@@ -67,7 +67,7 @@ SQUARE_SUM = "[2,3,4] | square | sum | report total"
 WAITING, DONE, CANCELED = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED", "TASK_STATE_CANCELED"
 TIMEOUT = 30  # per HTTP request: never reached; every bound below is much shorter
 # The longest a request may wait on an unreachable Redis: its read deadline, or a connect deadline and the one
-# repeat a failed connect earns (stores/redis_connection.py), whichever is longer, plus scheduling slack.
+# repeat a failed connect earns (stores/redis/connection.py), whichever is longer, plus scheduling slack.
 DEFAULTS = Settings()
 STORE_BOUND = (
     max(DEFAULTS.redis_timeout_seconds, 2 * DEFAULTS.redis_connect_timeout_seconds) + 2.0
