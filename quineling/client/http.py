@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from quineling.client.errors import (
     error_info_reasons,
 )
 from quineling.client.latency import TRACKER, LatencyTracker
+from quineling.client.origins import CredentialsNotSent, origin_of
 from quineling.client.retry import RetryPolicy, parse_retry_after
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -112,6 +114,10 @@ class Channel:
         self.latency = latency
         self.auth_headers: dict[str, str] = {}
         self.auth_query: dict[str, str] = {}
+        # The only origins auth_headers/auth_query go to (set with them by A2AClient; see origins.py).
+        self.credential_origins: frozenset[str] = frozenset()
+        self.on_withheld: Callable[[CredentialsNotSent], None] = _warn
+        self._withheld: set[str] = set()
         self.client = httpx.Client(
             verify=not insecure,
             timeout=self.timeouts.httpx(),
@@ -161,9 +167,23 @@ class Channel:
             self.retry.sleep(wait)
             attempt += 1
 
+    def _credentials_for(self, url: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The credential headers and query parameters for ``url``: none unless its origin was named or
+        allowed (the first request to any other origin reports it through ``on_withheld``)."""
+        if not (self.auth_headers or self.auth_query):
+            return {}, {}
+        origin = origin_of(url) or url
+        if origin in self.credential_origins:
+            return self.auth_headers, self.auth_query
+        if origin not in self._withheld:
+            self._withheld.add(origin)
+            self.on_withheld(CredentialsNotSent(origin, self.credential_origins))
+        return {}, {}
+
     def _build(self, call: HttpCall) -> httpx.Request:
-        headers = {**call.headers, **self.auth_headers}
-        params = {**call.params, **self.auth_query}
+        auth_headers, auth_query = self._credentials_for(call.url)
+        headers = {**call.headers, **auth_headers}
+        params = {**call.params, **auth_query}
         content = None
         if call.body is not None:
             content = json.dumps(call.body, separators=(",", ":")).encode()
@@ -285,6 +305,10 @@ class Channel:
             raise StreamCut(type(exc).__name__) from None
         except SSEError as exc:
             raise ProtocolError(f"{call.operation}: {exc}") from None
+
+
+def _warn(notice: CredentialsNotSent) -> None:
+    warnings.warn(notice, stacklevel=4)
 
 
 def _error_reason(error: dict[str, Any]) -> str | None:
