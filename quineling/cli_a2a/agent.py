@@ -251,7 +251,7 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
             transports=bindings(settings["transport"]) or None,
             allow_v03=asked == "0.3",
             credentials=Credentials(bearer=settings["bearer"], api_key=settings["api_key"]),
-            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout),
+            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout, card=min(30.0, timeout)),
             retry=RetryPolicy(retries=retries),
             insecure=settings["insecure"],
             headers=service_params(settings["svc_param"]),
