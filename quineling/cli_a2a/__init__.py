@@ -126,7 +126,10 @@ def _run(argv: list[str], out: Out) -> int:
         from quineling.cli_a2a.meta import completion
 
         return completion(parser, args.shell, out)
-    check_credential_binding(settings)
+    if not args.handler.startswith(
+        "agents_"
+    ):  # the registry names agents by argument and sends no credential
+        check_credential_binding(settings)
     return _call(args, settings, out)
 
 
