@@ -135,6 +135,7 @@ def fetch_card(
                     deadline=deadline, budget=channel.timeouts.card)  # fmt: skip
     with Watchdog(deadline) as watchdog:
         call.trace = watchdog.trace
+        started = time.monotonic()
         response = channel.send(call)
         status = response.status_code
         try:
@@ -142,6 +143,7 @@ def fetch_card(
         except ProtocolError as exc:
             raise CardError(f"the agent card at {public_url(url)} is larger than {MAX_CARD_BYTES} bytes",
                             hint=exc.hint) if status < 400 else exc from None  # fmt: skip
+    channel.latency.record(channel.agent, time.monotonic() - started)  # streamed, so send() did not
     max_age = _max_age(response.headers.get("Cache-Control", ""))
     if status == 304 and cached:
         cached.fresh_until = now + (max_age or 0)
