@@ -279,6 +279,11 @@ def test_every_image_is_pinned_by_version_and_the_apps_by_the_package_version() 
     assert len(apps) == len(app_services()) + 1, apps  # the compose replicas and the Deployment
     assert {image.rsplit(":", 1)[1] for image in apps} == {__version__}
     assert "python:3.11." in refs["Dockerfile FROM"]
+    # Every build, push and image line of the deploy files and their docs names this version's image.
+    for path in [*DEPLOY.glob("*"), ROOT / "docs" / "deployment.md"]:
+        if path.is_file():
+            tags = set(re.findall(r"\bquineling:(\d[\w.+-]*)", path.read_text()))
+            assert tags <= {__version__}, f"{path.name} names quineling:{tags - {__version__}}"
 
 
 def test_kubernetes_never_replaces_a_secret_and_says_how_to_make_each_one() -> None:
