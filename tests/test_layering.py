@@ -40,6 +40,7 @@ ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
 # layer (the same layer only inside one package, which the cycle check covers).
 LAYERS = {
     "stores": 0,
+    "quineling.version": 0,  # the package version: a constant, imports nothing; any layer may report it
     "quineling.runtime": 1,
     "quineling.config": 2,
     "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -428,6 +429,11 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def down_command(prefix: str) -> str:
+    """The command that removes the topology of ``prefix`` — not the default one — run as this one was run."""
+    return shlex.join([sys.executable, sys.argv[0], "down", "--prefix", prefix])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -451,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"balancer: {topology.balancer_url}  (card: {topology.balancer_url}/.well-known/agent-card.json)"
             )
             print(f"token (principal 'operator'): {topology.token}")
-            print(f"logs: {topology.state}/*.log and {topology.access_log}; stop with: {sys.argv[0]} down")
+            print(f"logs: {topology.state}/*.log and {topology.access_log}")
+            print(f"stop with: {down_command(topology.prefix)}")
         elif args.action == "down":
             topology.down()
         else:
