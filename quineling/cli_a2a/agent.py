@@ -30,6 +30,7 @@ from quineling.client import (
     Timeouts,
 )
 from quineling.client.origins import parse_origin
+from quineling.protocol.errors import ERRORS
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 BINDINGS = {
@@ -40,24 +41,9 @@ BINDINGS = {
     "rest": "HTTP+JSON",
     "grpc": "GRPC",
 }
-# ErrorInfo reasons (what the client reports) and the A2A error names the envelope carries.
-A2A_NAMES = {
-    "TASK_NOT_FOUND": "TaskNotFoundError",
-    "TASK_NOT_CANCELABLE": "TaskNotCancelableError",
-    "PUSH_NOTIFICATION_NOT_SUPPORTED": "PushNotificationNotSupportedError",
-    "UNSUPPORTED_OPERATION": "UnsupportedOperationError",
-    "CONTENT_TYPE_NOT_SUPPORTED": "ContentTypeNotSupportedError",
-    "INVALID_AGENT_RESPONSE": "InvalidAgentResponseError",
-    "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "ExtendedAgentCardNotConfiguredError",
-    "EXTENSION_SUPPORT_REQUIRED": "ExtensionSupportRequiredError",
-    "VERSION_NOT_SUPPORTED": "VersionNotSupportedError",
-    "PARSE_ERROR": "JSONParseError",
-    "INVALID_REQUEST": "InvalidRequestError",
-    "METHOD_NOT_FOUND": "MethodNotFoundError",
-    "INVALID_PARAMS": "InvalidParamsError",
-    "INVALID_ARGUMENT": "InvalidParamsError",
-    "INTERNAL_ERROR": "InternalError",
-}
+# ErrorInfo reasons (what the client reports) and the A2A error names the envelope carries; INVALID_ARGUMENT is
+# the REST status name some agents put where the reason goes.
+A2A_NAMES = {spec.name: spec.type_name for spec in ERRORS} | {"INVALID_ARGUMENT": "InvalidParamsError"}
 DEBUG_HINT = "rerun with --debug to see the protocol exchange"
 
 

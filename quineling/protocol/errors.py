@@ -19,6 +19,7 @@ class ErrorSpec:
 
     code: int
     name: str
+    type_name: str  # the specification's name for the error (``TaskNotFoundError``, ``JSONParseError``, …)
     reason: str
     http_status: int
     status: str
@@ -28,30 +29,48 @@ class ErrorSpec:
 
 # --- JSON-RPC standard errors ------------------------------------------------------------------------
 
+
+def _standard(code: int, name: str, type_name: str, http_status: int, status: str, message: str) -> ErrorSpec:
+    return ErrorSpec(code, name, type_name, name, http_status, status, message)
+
+
+# A parse failure's ErrorInfo says INVALID_REQUEST, as for any request that is not one.
 PARSE_ERROR = ErrorSpec(
-    -32700, "PARSE_ERROR", "INVALID_REQUEST", 400, "INVALID_ARGUMENT", "Invalid JSON payload"
+    -32700,
+    "PARSE_ERROR",
+    "JSONParseError",
+    "INVALID_REQUEST",
+    400,
+    "INVALID_ARGUMENT",
+    "Invalid JSON payload",
 )
-INVALID_REQUEST = ErrorSpec(
-    -32600, "INVALID_REQUEST", "INVALID_REQUEST", 400, "INVALID_ARGUMENT", "Request payload validation error"
+INVALID_REQUEST = _standard(
+    -32600,
+    "INVALID_REQUEST",
+    "InvalidRequestError",
+    400,
+    "INVALID_ARGUMENT",
+    "Request payload validation error",
 )
-METHOD_NOT_FOUND = ErrorSpec(
-    -32601, "METHOD_NOT_FOUND", "METHOD_NOT_FOUND", 404, "NOT_FOUND", "Method not found"
+METHOD_NOT_FOUND = _standard(
+    -32601, "METHOD_NOT_FOUND", "MethodNotFoundError", 404, "NOT_FOUND", "Method not found"
 )
-INVALID_PARAMS = ErrorSpec(
-    -32602, "INVALID_PARAMS", "INVALID_PARAMS", 400, "INVALID_ARGUMENT", "Invalid parameters"
+INVALID_PARAMS = _standard(
+    -32602, "INVALID_PARAMS", "InvalidParamsError", 400, "INVALID_ARGUMENT", "Invalid parameters"
 )
-INTERNAL_ERROR = ErrorSpec(-32603, "INTERNAL_ERROR", "INTERNAL_ERROR", 500, "INTERNAL", "Internal error")
+INTERNAL_ERROR = _standard(-32603, "INTERNAL_ERROR", "InternalError", 500, "INTERNAL", "Internal error")
 # Not a row of its own: the outage form of INTERNAL_ERROR (same code and reason) answered 503 on HTTP+JSON,
 # so a client may retry (docs/decisions-a2a.md, "Storage outages").
-UNAVAILABLE = ErrorSpec(
-    -32603, "INTERNAL_ERROR", "INTERNAL_ERROR", 503, "UNAVAILABLE", "Storage is unavailable; retry later"
+UNAVAILABLE = _standard(
+    -32603, "INTERNAL_ERROR", "InternalError", 503, "UNAVAILABLE", "Storage is unavailable; retry later"
 )
 
 # --- A2A errors ----------------------------------------------------------------------------------------
 
 
 def _a2a(code: int, reason: str, http_status: int, status: str, message: str) -> ErrorSpec:
-    return ErrorSpec(code, reason, reason, http_status, status, message, a2a=True)
+    type_name = "".join(word.capitalize() for word in reason.split("_")) + "Error"  # TaskNotFoundError
+    return ErrorSpec(code, reason, type_name, reason, http_status, status, message, a2a=True)
 
 
 TASK_NOT_FOUND = _a2a(-32001, "TASK_NOT_FOUND", 404, "NOT_FOUND", "Task not found")

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from quineling.a2a import errors as server_errors
-from quineling.a2a import wire
+from quineling.a2a import task_facts, wire
 from quineling.a2a.compat_v03 import translate as server_v03
 from quineling.a2a.compat_v03.methods import V03_METHODS, call_v03
-from quineling.cli_a2a import render
+from quineling.cli_a2a import agent, render
 from quineling.client import errors as client_errors
 from quineling.client import models
 from quineling.client import v03 as client_v03
@@ -59,6 +59,11 @@ def test_the_client_reads_codes_and_reasons_by_the_table() -> None:
         assert client_errors.A2A_CODES[cls.reason] in (cls.code, -32600)  # a parse error says INVALID_REQUEST
 
 
+def test_the_cli_names_each_error_as_the_specification_and_the_server_do() -> None:
+    for spec in table.ERRORS:
+        assert agent.A2A_NAMES[spec.name] == spec.type_name == server_errors.ERRORS_BY_CODE[spec.code].__name__
+
+
 # --- states ------------------------------------------------------------------------------------------
 
 
@@ -66,6 +71,7 @@ def test_terminal_and_interrupted_states_are_defined_once() -> None:
     assert wire.TERMINAL is TERMINAL_STATES and models.TERMINAL is TERMINAL_STATES
     assert render.TERMINAL is TERMINAL_STATES and render.INTERRUPTED is INTERRUPTED_STATES
     assert models.INTERRUPTED is INTERRUPTED_STATES and models.TaskState is TaskState
+    assert task_facts.PAUSED is INTERRUPTED_STATES
     assert not TERMINAL_STATES & INTERRUPTED_STATES
     assert "TASK_STATE_COMPLETED" in TERMINAL_STATES  # plain wire strings are members too
 
