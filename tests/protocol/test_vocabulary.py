@@ -61,7 +61,9 @@ def test_the_client_reads_codes_and_reasons_by_the_table() -> None:
 
 def test_the_cli_names_each_error_as_the_specification_and_the_server_do() -> None:
     for spec in table.ERRORS:
-        assert agent.A2A_NAMES[spec.name] == spec.type_name == server_errors.ERRORS_BY_CODE[spec.code].__name__
+        assert (
+            agent.A2A_NAMES[spec.name] == spec.type_name == server_errors.ERRORS_BY_CODE[spec.code].__name__
+        )
 
 
 # --- states ------------------------------------------------------------------------------------------
