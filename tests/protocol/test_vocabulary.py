@@ -9,6 +9,7 @@ import pytest
 
 from quineling.a2a import errors as server_errors
 from quineling.a2a import task_facts, wire
+from quineling.a2a.compat_v03 import methods as server_methods
 from quineling.a2a.compat_v03 import translate as server_v03
 from quineling.a2a.compat_v03.methods import V03_METHODS, call_v03
 from quineling.cli_a2a import agent, render
@@ -93,7 +94,7 @@ def test_a_state_number_is_its_index() -> None:
 def test_methods_round_trip_and_both_sides_use_them() -> None:
     assert len(set(v03.METHODS.values())) == len(v03.METHODS)
     assert {v03.METHODS[v1]: v1 for v1 in v03.METHODS} == v03.METHODS_TO_V1
-    assert V03_METHODS == set(v03.METHODS.values())
+    assert V03_METHODS == set(v03.METHODS.values()) == set(server_methods._METHODS)  # the server serves each
     assert v03.V03_STREAM_METHODS < V03_METHODS
     assert not V03_METHODS & set(v03.METHODS)  # the two method grammars are disjoint
 

@@ -127,7 +127,7 @@ def _extended_card(service: Any, params: Json, ctx: Any) -> Json:
     return card_to_v03(service.get_extended_agent_card({}, ctx), superset=False)
 
 
-# The handler of each 1.0 operation v0.3 offers, under its v0.3 method name.
+# The handler of each 1.0 operation v0.3 offers; _METHODS files them under their v0.3 method names.
 _HANDLERS: dict[str, Callable[[Any, Json, Any], Any]] = {
     "SendMessage": _message_send,
     "SendStreamingMessage": _message_stream,
