@@ -7,14 +7,15 @@ itself; docs/security.md). The master also prepares the metrics directory every 
 exited workers' metrics dead, and sets up the error, access and app logs in QUINELING_LOG_FORMAT
 (docs/deployment.md, "Metrics" and "Logs").
 
-Only ``quineling.config`` is imported here, in the master: the app is imported by each worker after gevent
-has patched the standard library."""
+Only the settings and the process layer (``quineling.settings``, ``quineling.server``) are imported here, in
+the master: the app is imported by each worker after gevent has patched the standard library."""
 
 from __future__ import annotations
 
 import sys
 
-from quineling.config import ConfigError, gunicorn_options, load_settings
+from quineling.server.options import gunicorn_options
+from quineling.settings import ConfigError, load_settings
 
 try:
     globals().update(gunicorn_options(load_settings()))

@@ -1,8 +1,8 @@
 """Quineling: the thought-to-lifeform runtime served over A2A 1.0.
 
 The names below are imported on first use, not with the package: the gunicorn master reads
-``quineling.config`` and must not import Flask, redis or ssl before a gevent worker has monkey-patched the
-standard library (docs/deployment.md, "Worker model").
+``quineling.settings`` and ``quineling.server`` and must not import Flask, redis or ssl before a gevent worker
+has monkey-patched the standard library (docs/deployment.md, "Worker model").
 """
 
 from __future__ import annotations

@@ -44,11 +44,11 @@ from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
-from quineling.config import Settings, authenticator, load_settings, tls_store, trusted_networks
 from quineling.observe import metrics
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
+from quineling.settings import Settings, authenticator, load_settings, tls_store, trusted_networks
 from quineling.version import __version__
 from stores import backend_from_url
 from stores.base import Backend, StateStore, TaskLimits, TaskStore

@@ -15,9 +15,9 @@ from typing import Any
 
 
 def serve(args: argparse.Namespace) -> int:
-    from gunicorn.app.base import BaseApplication
-
-    from quineling.config import ConfigError, gunicorn_options, load_settings
+    from quineling.server.application import Server
+    from quineling.server.options import gunicorn_options
+    from quineling.settings import ConfigError, load_settings
 
     if args.port is not None:
         os.environ["QUINELING_A2A_PORT"] = str(args.port)
@@ -29,20 +29,7 @@ def serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"quineling: {exc}", file=sys.stderr)
         return 2
-
-    class Server(BaseApplication):
-        def load_config(self) -> None:
-            for key, value in options.items():
-                self.cfg.set(key, value)
-
-        # The Flask app. types-gunicorn spells a WSGI app's start_response differently from Flask's (typeshed)
-        # WSGI types, so Flask does not match its return type although gunicorn serves it as WSGI.
-        def load(self) -> Any:
-            from quineling.app import create_app
-
-            return create_app()
-
-    Server().run()
+    Server(options).run()
     return 0
 
 

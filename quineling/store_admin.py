@@ -19,8 +19,8 @@ from urllib.parse import unquote
 from quineling.a2a.context import CallContext
 from quineling.app import runtime_env, store_tls_options, task_limits
 from quineling.auth.keyfile import ANONYMOUS
-from quineling.config import ConfigError, Settings, load_settings
 from quineling.runtime.context import QUOTA_LIMITS, utc_time
+from quineling.settings import ConfigError, Settings, load_settings
 from stores import backend_from_url
 from stores.base import GROUP_SEPARATOR, Backend, ScopeUsage
 from stores.errors import StoreError

@@ -20,7 +20,8 @@ from gunicorn.http2 import negotiation
 from gunicorn.workers.ggevent import GeventWorker
 from gunicorn.workers.gthread import ThreadWorker
 
-from quineling.config import Settings, gunicorn_options
+from quineling.server.options import gunicorn_options
+from quineling.settings import Settings
 from tests.support.live import live_server
 
 
@@ -61,7 +62,7 @@ def test_control_socket_is_off_unless_named() -> None:
 
 def test_the_default_worker_imports_in_a_fresh_interpreter() -> None:
     # As gunicorn's master resolves the worker class: a fresh process, nothing of the app imported before.
-    code = "import quineling.lean_worker as m; print(m.LeanGeventWorker.__mro__[1].__module__)"
+    code = "import quineling.server.lean_worker as m; print(m.LeanGeventWorker.__mro__[1].__module__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "gunicorn.workers.ggevent"
 

@@ -1,13 +1,17 @@
 """Dependencies point one way. Layers, lowest first: ``stores`` (knows nothing of quineling); the protocol's
 vocabulary (``quineling.protocol``: states, the error table, the v0.3 names; standard library only) beside
-the runtime (pure: no backend, Flask or marshmallow); settings; the protocol server and the client (never
-reaching into a backend); then the composition root (``quineling.app``), the command line and ``wsgi.py``. A module never imports a higher
-layer, and no package has an import cycle, counting imports inside functions too (an import moved into a
-function to dodge a cycle is still a cycle)."""
+the runtime (pure: no backend, Flask or marshmallow), the syntax of hosts and origins (``quineling.network``)
+and what the app may ask of its worker (``quineling.worker_state``); authentication and observation; the
+settings; the protocol server and the client (never reaching into a backend); the composition root
+(``quineling.app``); the gunicorn process (``quineling.server``), which loads the app and which only the
+command line imports; then the command line and ``wsgi.py``. A module never imports a higher layer, and no
+package has an import cycle, counting imports inside functions too (an import moved into a function to dodge a
+cycle is still a cycle)."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,23 +29,43 @@ RULES = {
     # framework, no HTTP client, no store.
     "quineling/protocol": ("flask", "werkzeug", "flask_smorest", "marshmallow", "httpx", "httpx_sse", "redis",
                            "fakeredis", "stores", "quineling.a2a", "quineling.client", "quineling.cli",
-                           "quineling.cli_a2a", "quineling.app", "quineling.auth", "quineling.config",
-                           "quineling.observe", "quineling.runtime"),
+                           "quineling.cli_a2a", "quineling.app", "quineling.auth", "quineling.settings",
+                           "quineling.observe", "quineling.runtime", "quineling.server"),
     "quineling/runtime": ("flask", "flask_smorest", "marshmallow", "redis", "stores.memory", "stores.redis",
-                          "quineling.a2a", "quineling.app"),
-    "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
+                          "quineling.a2a", "quineling.app", "quineling.server"),
+    "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis", "gunicorn", "gevent",
+                      "quineling.server"),
+    # Metrics and logs know nothing of the settings or the process: the gunicorn master's part in them is the
+    # process layer's (quineling.server.metrics_dir, quineling.server.gunicorn_log).
     "quineling/observe": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores.memory",
-                          "stores.redis", "quineling.a2a", "quineling.app"),
+                          "stores.redis", "quineling.a2a", "quineling.app", "quineling.settings", "quineling.server",
+                          "gunicorn", "gevent"),
     "quineling/auth": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores", "quineling.a2a",
-                       "quineling.app", "quineling.config", "quineling.runtime"),
+                       "quineling.app", "quineling.settings", "quineling.runtime", "quineling.server"),
+    # The settings: values, their validation and what they build (an authenticator); no process code, no web
+    # framework, no store, nothing above them.
+    "quineling/settings.py": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "gunicorn", "gevent",
+                              "stores", "quineling.a2a", "quineling.app", "quineling.client", "quineling.cli",
+                              "quineling.observe", "quineling.runtime", "quineling.server", "quineling.worker_state"),
     # The client calls other agents: no web framework and nothing of this server; shared state goes through
     # the stores layer's public surface (never a backend module, never the Redis driver itself).
     "quineling/client": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "fakeredis",
                          "stores.memory", "stores.redis", "stores.redis.connection", "quineling.a2a",
-                         "quineling.app", "quineling.auth", "quineling.config", "quineling.runtime", "quineling.cli"),
+                         "quineling.app", "quineling.auth", "quineling.settings", "quineling.runtime", "quineling.cli",
+                         "quineling.server"),
 }  # fmt: skip
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.
 ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
+# Modules of the standard library only: read by the gunicorn master, the lean worker and every layer above.
+STANDARD_LIBRARY_ONLY = (
+    "quineling/network.py",
+    "quineling/worker_state.py",
+    "quineling/server/request_head.py",
+)
+# The process layer: only the command line (the entry of `quineling serve`) imports it from outside, besides
+# deploy/gunicorn.conf.py; gunicorn and gevent are imported nowhere else.
+PROCESS = ("quineling.server", "gunicorn", "gevent")
+PROCESS_IMPORTERS = ("quineling.server", "quineling.cli")
 
 # Layer of each module by its longest matching name prefix; an import may only point to the same or a lower
 # layer (the same layer only inside one package, which the cycle check covers).
@@ -50,18 +74,18 @@ LAYERS = {
     "quineling.version": 0,  # the package version: a constant, imports nothing; any layer may report it
     "quineling.protocol": 1,  # the shared vocabulary: standard library only
     "quineling.runtime": 1,
-    "quineling.config": 2,
-    "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only
+    "quineling.network": 1,  # hosts, origins, loopback: standard library only
+    "quineling.worker_state": 1,  # what the app asks of its worker, recorded by the process layer's hooks
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
-    "quineling.observe": 2,  # metrics and logs: no web framework, nothing of the protocol
-    "quineling.request_head": 2,  # the lean worker's strict reading of a request head: standard library only
-    "quineling.a2a": 3,
-    "quineling.client": 3,  # calls other agents; only the stores layer below it
-    "quineling.app": 4,
-    "quineling.lean_worker": 4,  # the gunicorn worker: finds the lean path on the app it loads
-    "quineling.cli": 5,
-    "quineling": 5,  # the package's public surface re-exports create_app
-    "wsgi": 6,
+    "quineling.observe": 2,  # metrics and logs: no web framework, nothing of the protocol, no settings
+    "quineling.settings": 3,  # the settings: the auth policy and the network syntax below them
+    "quineling.a2a": 4,
+    "quineling.client": 4,  # calls other agents; only the stores layer below it
+    "quineling.app": 5,
+    "quineling.server": 6,  # the gunicorn process: options, hooks, the lean worker; loads the app
+    "quineling.cli": 7,
+    "quineling": 7,  # the package's public surface re-exports create_app
+    "wsgi": 8,
 }
 
 
@@ -146,7 +170,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_package_respects_layering(package: str) -> None:
-    files = sorted((ROOT / package).rglob("*.py"))
+    files = [ROOT / package] if package.endswith(".py") else sorted((ROOT / package).rglob("*.py"))
     assert files, f"{package} has no modules"
     violations = [
         f"{path.relative_to(ROOT)} imports {module}"
@@ -155,6 +179,29 @@ def test_package_respects_layering(package: str) -> None:
         if forbidden(module, RULES[package]) and (str(path.relative_to(ROOT)), module) not in ALLOWED
     ]
     assert violations == []
+
+
+@pytest.mark.parametrize("path", STANDARD_LIBRARY_ONLY)
+def test_module_imports_the_standard_library_only(path: str) -> None:
+    outside = sorted(
+        module
+        for module in imports_of(ROOT / path)
+        if module.partition(".")[0] not in sys.stdlib_module_names and module != "__future__"
+    )
+    assert outside == []
+
+
+def test_only_the_command_line_imports_the_process_layer() -> None:
+    """The app never imports the gunicorn process (nor gunicorn or gevent): what it asks of its worker goes
+    through quineling.worker_state."""
+    importers = [
+        f"{name} imports {module}"
+        for name, path in MODULES.items()
+        if not forbidden(name, PROCESS_IMPORTERS)
+        for module in imports_of(path)
+        if forbidden(module, PROCESS)
+    ]
+    assert importers == []
 
 
 def test_no_import_cycles() -> None:
@@ -182,3 +229,10 @@ def test_the_checks_can_fail() -> None:
     assert forbidden("quineling.client.v03", RULES["quineling/protocol"])
     assert forbidden("httpx", RULES["quineling/protocol"])
     assert layer("quineling.protocol.v03") < layer("quineling.a2a.errors")  # type: ignore[operator]
+    assert layer("quineling.settings") < layer("quineling.a2a.binding") < layer("quineling.server.options")  # type: ignore[operator]
+    assert layer("quineling.app") < layer("quineling.server.lean_worker") < layer("quineling.cli")  # type: ignore[operator]
+    assert forbidden("quineling.server.hooks", PROCESS) and forbidden("gevent.socket", PROCESS)
+    assert not forbidden("quineling.settings", PROCESS) and not forbidden("quineling.serverless", PROCESS)
+    assert forbidden("quineling.cli", PROCESS_IMPORTERS) and not forbidden(
+        "quineling.cli_a2a", PROCESS_IMPORTERS
+    )

@@ -13,8 +13,8 @@ import tomllib
 from pathlib import Path
 
 from quineling import create_app
-from quineling.config import load_settings
-from quineling.startup import banner
+from quineling.server.startup import banner
+from quineling.settings import load_settings
 from quineling.version import __version__
 
 ROOT = Path(__file__).resolve().parents[1]

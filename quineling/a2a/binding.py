@@ -18,7 +18,7 @@ from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots, stop_probe
 from quineling.a2a.versions import normalize_version
 from quineling.auth import Principal
-from quineling.config import Settings
+from quineling.settings import Settings
 
 JSON_MEDIA_TYPES = frozenset({"application/json", "application/a2a+json"})
 EXTENSION_NAME = "quineling"

@@ -17,7 +17,7 @@ from flask import Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from quineling.a2a.errors import InvalidParamsError, InvalidRequestError, JSONParseError
-from quineling.config import close_connection, worker_stopping
+from quineling.worker_state import close_connection, worker_stopping
 from stores import codec
 
 # Arrays and objects a request object (the HTTP+JSON body, the JSON-RPC ``params``) may nest, itself included.

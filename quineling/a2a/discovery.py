@@ -3,7 +3,7 @@ superset card (docs/decisions-a2a.md, "Where the protocol's sources disagree").
 
 Validators (docs/decisions-a2a.md, "Bindings"): a strong ``ETag`` hashed from the card's bytes, and
 ``Last-Modified``, the time this module was loaded. A server's master process loads it (through
-``quineling.config``) before it forks its workers, so every worker of one server sends the same time. The card
+``quineling.settings``) before it forks its workers, so every worker of one server sends the same time. The card
 is fixed by the settings, which only a restart changes, and a restart loads the module again: no card served
 is newer than that time. ``If-None-Match`` wins over ``If-Modified-Since`` (RFC 9110, section 13.2.2).
 """

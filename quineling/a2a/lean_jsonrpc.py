@@ -35,8 +35,8 @@ from quineling.a2a.rate_limit import VERDICT_KEY, RateLimiter, Verdict, identity
 from quineling.a2a.sse import compact
 from quineling.a2a.versions import normalize_version
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
-from quineling.config import close_connection, worker_stopping
 from quineling.observe import notes
+from quineling.worker_state import close_connection, worker_stopping
 from stores.errors import StoreError
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -45,7 +45,7 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 LEAN_METHODS: dict[str, Method] = {
     name: method for name, method in METHODS.items() if not (method.streaming or method.subscription)
 }
-# Where the app publishes this path in ``app.extensions``, for the lean worker (quineling/lean_worker.py).
+# Where the app publishes this path in ``app.extensions``, for the lean worker (quineling/server/lean_worker.py).
 EXTENSION_KEY = "quineling.lean_jsonrpc"
 _SERVER_INPUT = "quineling.lean.server_input"
 _HANDED_ON = object()  # what _count says of a request that Flask is to answer
@@ -166,7 +166,9 @@ class LeanJsonRpc:
         original = environ["wsgi.input"]
         raw = original.read(int(length))
         environ["wsgi.input"] = io.BytesIO(raw)  # for Flask, should it answer after all
-        environ[_SERVER_INPUT] = original  # what the server knows the request by (config.close_connection)
+        environ[_SERVER_INPUT] = (
+            original  # what the server knows the request by (worker_state.close_connection)
+        )
         request_body.mark_read(environ)
         if len(raw) != int(length):
             return None

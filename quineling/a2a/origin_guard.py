@@ -27,15 +27,8 @@ from quineling.a2a.binding import is_json_media_type
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.errors import A2AError, ContentTypeNotSupportedError, InvalidRequestError
 from quineling.a2a.sse import compact
-from quineling.config import (
-    DEFAULT_PORTS,
-    Origin,
-    Settings,
-    host_pattern,
-    parse_origin,
-    split_host,
-    split_list,
-)
+from quineling.network import DEFAULT_PORTS, Origin, host_pattern, parse_origin, split_host, split_list
+from quineling.settings import Settings
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 # Orchestrators probe by pod IP; the probes disclose nothing and change nothing.

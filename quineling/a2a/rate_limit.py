@@ -92,7 +92,7 @@ class Verdict:
 
 
 def parse_limits(text: str) -> tuple[Limit, ...]:
-    """``QUINELING_RATE_LIMIT`` (validated by quineling.config) as limits, duplicates dropped."""
+    """``QUINELING_RATE_LIMIT`` (validated by quineling.settings) as limits, duplicates dropped."""
     found: dict[tuple[int, int], Limit] = {}
     for item in limits.parse_many(text) if text.strip() else []:
         found.setdefault((item.amount, item.get_expiry()), Limit(item.amount, item.get_expiry(), str(item)))

@@ -17,7 +17,7 @@ from typing import Any
 from flask import Response
 
 from quineling.a2a.errors import InternalError
-from quineling.config import worker_stopping
+from quineling.worker_state import worker_stopping
 
 RETRY_AFTER_SECONDS = 5  # a refused subscriber may try again after this (a slot frees as any stream ends)
 

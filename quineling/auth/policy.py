@@ -1,6 +1,6 @@
 """What a JWT must satisfy, and the verifier's failures: the parts of :mod:`quineling.auth.jwt_verifier` that need
 no PyJWT. PyJWT imports ``ssl`` (for JWKS URLs), and the gunicorn master reads the settings before a gevent
-worker patches the standard library, so settings validation must not import it (``quineling.config``)."""
+worker patches the standard library, so settings validation must not import it (``quineling.settings``)."""
 
 from __future__ import annotations
 

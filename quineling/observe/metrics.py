@@ -1,7 +1,7 @@
 """The service's Prometheus metrics, and what feeds them (docs/deployment.md, "Metrics").
 
 Under gunicorn every worker process writes its values to files in ``PROMETHEUS_MULTIPROC_DIR``
-(prometheus-client's multiprocess mode; the master prepares the directory, :mod:`quineling.observe.master`),
+(prometheus-client's multiprocess mode; the master prepares the directory, :mod:`quineling.server.metrics_dir`),
 and a scrape answered by any worker sums them all, dead workers' counters included. Without that variable (one
 process, e.g. the in-process test client) the values live in this process and a scrape reads them directly.
 

@@ -141,7 +141,7 @@ def _os_poll() -> Callable[[], Any]:
     """``select.poll`` as the OS provides it, also where gevent has patched ``select``: a poll with a zero timeout
     never blocks, so it needs no event loop. gevent's would start watchers and a timeout and switch to its
     hub for it: about 25 µs against 1 µs, on every Redis call (the worker's turns are taken after each
-    answer, quineling.config.take_turn)."""
+    answer, quineling.server.hooks.take_turn)."""
     monkey = sys.modules.get("gevent.monkey")
     poll: Callable[[], Any] = monkey.get_original("select", "poll") if monkey else select.poll
     return poll

@@ -167,7 +167,7 @@ def test_a_body_left_unread_closes_the_connection(
 ) -> None:
     """Under gunicorn, an answer that leaves a request body unread makes the worker close the connection
     rather than read the rest of the body to reach the next request (without a bound, under gevent)."""
-    from quineling.config import remember_request
+    from quineling.server.hooks import remember_request
 
     upload = Upload(size)
     served = GunicornRequest(upload)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from quineling.config import ConfigError, load_settings
+from quineling.settings import ConfigError, load_settings
 from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,10 +154,12 @@ def test_stream_limit_leaves_room_for_other_requests() -> None:
 
 
 def test_gunicorn_options_per_worker_class() -> None:
-    from quineling.config import gunicorn_options
+    from quineling.server.options import gunicorn_options
 
     gevent = gunicorn_options(load_settings(env={}))
-    assert gevent["worker_class"] == "quineling.lean_worker.LeanGeventWorker" and "threads" not in gevent
+    assert (
+        gevent["worker_class"] == "quineling.server.lean_worker.LeanGeventWorker" and "threads" not in gevent
+    )
     assert gevent["worker_connections"] == 1000
     assert gevent["keepalive"] == 5  # with gevent also the deadline for a request's headers
     assert gevent["post_worker_init"].__name__ == "_watch_worker"
@@ -171,7 +173,7 @@ def test_a_worker_with_its_app_loaded_hides_what_it_made_from_the_collector() ->
     """gunicorn's post_worker_init hook freezes what the app's load made: a full collection then no longer
     scans it (36 ms of a paused worker before, 0.5 ms after). In a process of its own, to freeze nothing here."""
     code = (
-        "import gc; from quineling import create_app; from quineling.config import _watch_worker\n"
+        "import gc; from quineling import create_app; from quineling.server.hooks import _watch_worker\n"
         "app = create_app(); assert gc.get_freeze_count() == 0\n"
         "_watch_worker(object()); print(gc.get_freeze_count(), len(gc.get_objects()))"
     )
@@ -201,7 +203,7 @@ def test_the_quineling_command_imports_no_flask_redis_or_ssl_before_serving() ->
     """``quineling serve`` is a gunicorn master too: importing the command and reading the settings must
     leave the app, the Redis driver and ssl to the workers (which gevent patches first)."""
     code = (
-        "import sys; import quineling.cli; from quineling.config import gunicorn_options, load_settings; "
+        "import sys; import quineling.cli; from quineling.server.options import gunicorn_options; from quineling.settings import load_settings; "
         "gunicorn_options(load_settings()); "
         "print(sorted(m for m in ('flask', 'redis', 'ssl', 'quineling.app') if m in sys.modules))"
     )

@@ -88,7 +88,7 @@ def test_provider_comes_from_the_settings_and_is_omitted_when_unset() -> None:
      {"provider_organization": "X", "provider_url": "ftp://x.example"}],
 )  # fmt: skip
 def test_provider_settings_need_both_and_a_web_url(config: dict[str, str]) -> None:
-    from quineling.config import ConfigError, load_settings
+    from quineling.settings import ConfigError, load_settings
 
     with pytest.raises(ConfigError, match="QUINELING_PROVIDER"):
         load_settings(config, env={})

@@ -16,7 +16,7 @@ import pytest
 from quineling.a2a.client_address import client_address, client_key
 from quineling.a2a.rate_limit import parse_limits
 from quineling.app import create_app
-from quineling.config import ConfigError, load_settings, rate_limit_items, trusted_networks
+from quineling.settings import ConfigError, load_settings, rate_limit_items, trusted_networks
 from stores.errors import StoreError
 from stores.rate_counters import MemoryRateCounter
 from tests.support.live import free_port

@@ -13,14 +13,9 @@ from pathlib import Path
 import pytest
 
 from quineling.auth.keyfile import add_key
-from quineling.config import (
-    ConfigError,
-    authenticator,
-    check_exposure,
-    gunicorn_options,
-    is_loopback,
-    load_settings,
-)
+from quineling.network import is_loopback
+from quineling.server.options import check_exposure, gunicorn_options
+from quineling.settings import ConfigError, authenticator, load_settings
 from tests.support import tokens
 from tests.support.live import free_port
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from quineling.a2a.origin_guard import OriginGuard
-from quineling.config import ConfigError, load_settings
+from quineling.settings import ConfigError, load_settings
 from tests.a2a.conftest import make_app, text, user_message
 from tests.support.bindings import V1
 

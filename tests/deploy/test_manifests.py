@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from quineling import create_app
-from quineling.config import ENV_PREFIX, Settings, check_exposure, load_settings
+from quineling.server.options import check_exposure
+from quineling.settings import ENV_PREFIX, Settings, load_settings
 from quineling.version import __version__
 from tests.deploy.conftest import DEPLOY, ROOT, load_topology
 

@@ -37,7 +37,7 @@ import requests
 
 from quineling.auth.keyfile import add_key
 from quineling.auth.watch import CHECK_SECONDS
-from quineling.config import Settings
+from quineling.settings import Settings
 from tests.deploy.conftest import load_topology
 from tests.interop.conftest import sdk_unavailable
 from tests.interop.test_js_sdk import JS_DIR

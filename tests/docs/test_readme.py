@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from quineling.config import ENV_PREFIX, Settings, load_settings
+from quineling.settings import ENV_PREFIX, Settings, load_settings
 from tests.docs.examples import ROOT, DocError, Document, Fence, fill, mismatches, parse_json
 from tests.docs.helper import served_app
 

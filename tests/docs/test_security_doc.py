@@ -80,7 +80,8 @@ def test_the_401_bodies_shown_are_the_servers(doc: Document, tmp_path: Path) -> 
 
 def test_the_refusal_and_the_card_shown_are_the_servers(doc: Document, tmp_path: Path) -> None:
     from quineling.app import create_app
-    from quineling.config import ConfigError, check_exposure, load_settings
+    from quineling.server.options import check_exposure
+    from quineling.settings import ConfigError, load_settings
 
     (refusal,) = [f for f in doc.fences if f.language == "text" and "refusing to serve" in f.body]
     with pytest.raises(ConfigError) as real:

@@ -1,4 +1,4 @@
-"""A busy connection cannot hold a gevent worker (quineling.config.take_turn, docs/deployment.md, "Worker
+"""A busy connection cannot hold a gevent worker (quineling.server.hooks.take_turn, docs/deployment.md, "Worker
 model"): a greenlet gives up the worker only where it waits, and a request on the memory store waits
 for nothing. A client that pipelines many requests on one connection had them all served back to back, since
 gunicorn parses each next one from its buffer, while a request on another connection waited for the whole
@@ -12,7 +12,9 @@ import socket
 import threading
 import time
 
-from quineling.config import gunicorn_options, load_settings, take_turn
+from quineling.server.hooks import take_turn
+from quineling.server.options import gunicorn_options
+from quineling.settings import load_settings
 from tests.support.bindings import V1
 from tests.support.live import live_server
 from tests.support.messages import data, user_message

@@ -1,4 +1,4 @@
-"""The lean worker under real gunicorn (quineling/lean_worker.py): a call it answers itself reads, on the wire,
+"""The lean worker under real gunicorn (quineling/server/lean_worker.py): a call it answers itself reads, on the wire,
 exactly as the same call answered through gunicorn's own parser, and a connection that mixes both kinds keeps
 its order. The worker hands a request to gunicorn when any header name holds an underscore (gunicorn drops
 such headers), which is how these tests have one call served both ways on one server."""

@@ -24,7 +24,7 @@ from tests.support.redis_server import REDIS_SERVER, needs_redis_server
 
 pytestmark = pytest.mark.slow
 PASSWORD = "hunter2-" + uuid.uuid4().hex
-GRACEFUL_TIMEOUT = 30  # quineling.config.gunicorn_options
+GRACEFUL_TIMEOUT = 30  # quineling.server.options.gunicorn_options
 
 
 def banner_lines(log: str) -> list[str]:

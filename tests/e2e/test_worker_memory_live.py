@@ -19,7 +19,8 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.http.parser import RequestParser
 
-from quineling.config import close_connection, remember_request
+from quineling.server.hooks import remember_request
+from quineling.worker_state import close_connection
 from tests.support.bindings import V1
 from tests.support.live import LiveServer, live_server
 from tests.support.messages import data, user_message

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from quineling.config import ConfigError, load_settings
 from quineling.observe import logs, notes
+from quineling.settings import ConfigError, load_settings
 from tests.support.live import LiveServer, live_server
 from tests.support.principals import keys_file
 

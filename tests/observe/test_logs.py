@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from quineling.app import create_app
-from quineling.config import ConfigError, load_settings
 from quineling.observe import logs, notes
+from quineling.settings import ConfigError, load_settings
 from tests.support.messages import text, user_message
 from tests.support.principals import keys_file
 

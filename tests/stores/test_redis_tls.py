@@ -19,7 +19,7 @@ import requests
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app, store_tls_options
 from quineling.cli import main
-from quineling.config import load_settings
+from quineling.settings import load_settings
 from stores import Backend, ChangeSet, StoreUnavailable, Versioned, backend_from_url
 from stores.rate_counters import Window
 from tests.support.live import live_server

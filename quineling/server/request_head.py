@@ -1,4 +1,4 @@
-"""The head of one plain HTTP/1.1 request, read strictly: the lean worker's (quineling/lean_worker.py) test of
+"""The head of one plain HTTP/1.1 request, read strictly: the lean worker's (quineling/server/lean_worker.py) test of
 whether a request is one it may answer without gunicorn's parser.
 
 Strict on purpose. Anything this module does not fully understand — another request line, a header name that is

@@ -21,7 +21,7 @@ SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "pwd", "token", "se
 
 
 class Facts(Protocol):
-    """The settings the banner reports (a :class:`quineling.config.Settings`)."""
+    """The settings the banner reports (a :class:`quineling.settings.Settings`)."""
 
     @property
     def advertised_url(self) -> str: ...

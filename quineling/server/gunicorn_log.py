@@ -13,8 +13,8 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-from quineling.config import load_settings
 from quineling.observe import logs
+from quineling.settings import load_settings
 
 REQUEST_ID_HEADER = "X-Request-ID"
 

@@ -1,4 +1,4 @@
-"""The lean worker's own loop (quineling/lean_worker.py), in process over a socket pair: it answers the lean
+"""The lean worker's own loop (quineling/server/lean_worker.py), in process over a socket pair: it answers the lean
 path's calls itself and, at the first request it does not answer, stops and hands gunicorn every byte from
 that request on, with what the lean path noted of it. The same worker under real gunicorn:
 tests/e2e/test_lean_worker_live.py."""
@@ -22,7 +22,7 @@ from gunicorn.glogging import Logger
 from quineling.a2a.lean_jsonrpc import EXTENSION_KEY
 from quineling.a2a.rate_limit import VERDICT_KEY
 from quineling.app import create_app
-from quineling.lean_worker import LeanGeventWorker, _Replayed
+from quineling.server.lean_worker import LeanGeventWorker, _Replayed
 
 HEADERS = b"Host: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
 

@@ -1,15 +1,16 @@
 """Settings: defaults, then ``QUINELING_*`` environment variables, then an explicit mapping; validated at
-start-up so a bad value fails with a message naming the variable."""
+start-up so a bad value fails with a message naming the variable.
+
+No process code here: the gunicorn master's options and hooks are :mod:`quineling.server`'s, and the syntax of
+hosts, origins and addresses is :mod:`quineling.network`'s. The gunicorn master imports this module before it
+forks, so it imports neither Flask nor redis nor ssl (docs/deployment.md, "Worker model")."""
 
 from __future__ import annotations
 
-import gc
-import importlib.util
 import ipaddress
 import math
 import os
 import re
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -18,8 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from quineling.auth import Authenticator, JwtPolicy, ParseError, is_url, jwt_verifier, watched_keys
 from quineling.auth.policy import ALLOWED_ALGORITHMS, jwks_shape_problem
-from quineling.observe.master import MetricsDirectory, hooks
-from quineling.startup import when_ready_hook
+from quineling.network import host_pattern, is_loopback, parse_origin, split_host, split_list
 
 MIB = 1024 * 1024
 ENV_PREFIX = "QUINELING_"
@@ -166,12 +166,8 @@ MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0
 MAX_REDIS_TIMEOUT = 3600.0
 WORKER_CLASSES = ("gevent", "gthread")
-# The gunicorn worker class behind each name (docs/deployment.md, "Worker model").
-WORKER_CLASS_PATHS = {"gevent": "quineling.lean_worker.LeanGeventWorker", "gthread": "gthread"}
 LOG_FORMATS = ("auto", "json", "text")
 LOG_LEVELS = ("debug", "info", "warning", "error")
-# gunicorn's access line in text logs: its default, then the duration and the request id the app echoed.
-TEXT_ACCESS_FORMAT = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(L)ss %({x-request-id}o)s'
 
 
 def _convert(name: str, kind: Any, raw: Any) -> Any:
@@ -326,59 +322,6 @@ def _validate_redis_tls(settings: Settings) -> None:
 
 # --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
-Origin = tuple[str, str, int]  # scheme, host, port (the scheme's default when the text names none)
-_HOST_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")  # ASCII names (IDNs as xn--…) and IPv4 addresses
-_PORT = re.compile(r":[0-9]{1,5}")
-
-
-def split_list(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def split_host(value: str) -> tuple[str, int | None] | None:
-    """``host[:port]`` (a ``Host`` header, an origin's authority) as its lowercase host — an IPv6 address
-    without its brackets, a name without a trailing dot — and port; ``None`` if it is not that."""
-    text = value.strip().lower()
-    if text.startswith("["):
-        name, bracket, rest = text[1:].partition("]")
-        try:
-            ipaddress.IPv6Address(name)
-        except ValueError:
-            return None
-        if not bracket:
-            return None
-    else:
-        name, colon, port = text.partition(":")
-        name, rest = name.removesuffix("."), colon + port
-        if not _HOST_NAME.fullmatch(name):
-            return None
-    if not rest:
-        return name, None
-    if not _PORT.fullmatch(rest) or not 0 < int(rest[1:]) < 65536:
-        return None
-    return name, int(rest[1:])
-
-
-def parse_origin(text: str) -> Origin | None:
-    """A browser origin ``scheme://host[:port]`` (http or https, no path); ``None`` if it is not one."""
-    scheme, separator, authority = text.strip().lower().partition("://")
-    host = split_host(authority) if separator and scheme in DEFAULT_PORTS else None
-    if host is None:
-        return None
-    return scheme, host[0], DEFAULT_PORTS[scheme] if host[1] is None else host[1]
-
-
-def host_pattern(entry: str) -> str | None:
-    """A ``QUINELING_ALLOWED_HOSTS`` entry, normalised: ``*``, ``.domain`` or one host (an IPv6 address in
-    brackets), without a port — the port is not checked; ``None`` if it is none of these."""
-    text = entry.strip().lower()
-    if text == "*":
-        return text
-    dot = "." if text.startswith(".") else ""
-    host = split_host(text.removeprefix("."))
-    return dot + host[0] if host is not None and host[1] is None else None
-
 
 def _validate_origins(settings: Settings) -> None:
     if settings.base_url and split_host(urlsplit(settings.base_url).netloc) is None:
@@ -505,181 +448,6 @@ def _validate_auth(settings: Settings) -> None:
             f"QUINELING_AUTH_JWT_LEEWAY_SECONDS must be 0..{MAX_JWT_LEEWAY_SECONDS:.0f} "
             f"(got {settings.auth_jwt_leeway_seconds})"
         )
-
-
-def _bind_host(bind: str) -> str:
-    """The host of a gunicorn bind address: ``[::1]:80`` → ``::1``, ``0.0.0.0:80`` → ``0.0.0.0``, ``::`` → ``::``."""
-    if bind.startswith("["):
-        return bind[1 : bind.find("]")]
-    return bind.rsplit(":", 1)[0] if bind.count(":") == 1 else bind
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) is reachable only from this machine."""
-    name = host.strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(settings: Settings, binds: list[str] | None = None) -> None:
-    """Refuse to serve a non-loopback address without authentication (unless QUINELING_ALLOW_ANONYMOUS):
-    every caller would be one anonymous user who can read and change every task and runtime entry.
-    ``binds`` are gunicorn bind addresses (``host:port``, ``[v6]:port``, ``unix:path``); by default the
-    settings' host."""
-    if settings.authenticated or settings.allow_anonymous:
-        return
-    for bind in binds if binds is not None else [settings.a2a_host]:
-        if bind.startswith(("unix:", "fd://")):
-            continue  # a local socket: reachable only on this machine
-        if not is_loopback(_bind_host(bind)):
-            raise ConfigError(
-                f"refusing to serve {bind} without authentication: it is not a loopback address, so anyone "
-                "who reaches it could read, cancel and continue every task and use every runtime entry. "
-                "Configure QUINELING_AUTH_KEYS_FILE (see 'quineling keys add') or QUINELING_AUTH_JWKS, or "
-                "set QUINELING_ALLOW_ANONYMOUS=1 to serve it unauthenticated on purpose."
-            )
-
-
-def gunicorn_options(settings: Settings) -> dict[str, Any]:
-    """gunicorn settings shared by ``quineling serve`` and ``deploy/gunicorn.conf.py``.
-
-    More than one worker process needs a shared store, because the memory:// store lives inside one process;
-    that combination is refused. The worker model and its bounds are in docs/deployment.md, "Worker model".
-    """
-    check_exposure(settings)
-    check_auth_files(settings)  # a missing or malformed keys or JWKS file stops start-up here, named
-    if settings.workers > 1 and settings.store_url.startswith("memory:"):
-        raise ConfigError(
-            f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
-            "Use Redis (QUINELING_STORE_URL=redis://host:6379/0) or set QUINELING_WORKERS=1."
-        )
-    if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
-        raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
-    options: dict[str, Any] = {
-        "bind": f"{settings.a2a_host}:{settings.a2a_port}",
-        # gevent: gunicorn's gevent worker, with the lean JSON-RPC path's calls read before gunicorn's parser.
-        "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
-        "workers": settings.workers,
-        "worker_connections": settings.worker_connections,
-        # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,
-        # and a worker whose loop is stuck this long (a blocking call under gevent, say) is replaced.
-        "timeout": 30,
-        # On stop, streams end within a poll slice (see worker_stopping) and clients subscribe again.
-        "graceful_timeout": 30,
-        # Seconds an idle kept-alive connection stays open; with gevent also the time a client has to send its
-        # complete request headers, after which the connection is closed (a slow-header client costs a
-        # greenlet for at most this long).
-        "keepalive": 5,
-        "post_worker_init": _watch_worker,
-        "pre_request": remember_request,
-        # Under gevent, every answered request gives the other connections one turn (take_turn).
-        **({"post_request": take_turn} if settings.worker_class == "gevent" else {}),
-        "accesslog": "-" if settings.access_log else None,
-        "when_ready": when_ready_hook(settings),  # the start banner, and a store unreachable at start-up
-        "access_log_format": TEXT_ACCESS_FORMAT,
-        # The error, access and app logs in QUINELING_LOG_FORMAT (named, so the master imports it only when
-        # gunicorn sets up its logging).
-        "logger_class": "quineling.observe.gunicorn_log.QuinelingLogger",
-        "loglevel": settings.log_level,
-        **_control_socket(settings),
-        **_starting_hooks(settings),
-    }
-    if settings.worker_class == "gthread":
-        options["threads"] = settings.threads
-    return options
-
-
-def _control_socket(settings: Settings) -> dict[str, Any]:
-    """No control socket unless one is named: each server gets its own path or none at all."""
-    if settings.control_socket:
-        return {"control_socket": settings.control_socket, "control_socket_disable": False}
-    return {"control_socket_disable": True}
-
-
-# gunicorn's request of each WSGI input stream being served (environ["wsgi.input"] is the request's body), so
-# the app can have a connection closed (close_connection). The value is a weak reference: the request holds
-# its body (req.body), so a strong one would keep every entry's key alive — every request, its body, buffers
-# and socket objects, about 2.4 KiB per request, for the worker's life. Weak both ways, an entry goes when
-# gunicorn drops the request.
-_requests_by_input: weakref.WeakKeyDictionary[Any, weakref.ref[Any]] = weakref.WeakKeyDictionary()
-
-
-def remember_request(worker: Any, req: Any) -> None:
-    """gunicorn's ``pre_request`` hook: note the request of this WSGI input stream."""
-    body = getattr(req, "body", None)
-    if body is not None:
-        _requests_by_input[body] = weakref.ref(req)
-
-
-# How long a served greenlet waits for its turn (take_turn): any timer, however short, makes the wait a full
-# turn of gevent's loop — every connection that is ready by then is served first.
-TURN_SECONDS = 1e-6
-
-
-def take_turn(worker: Any, req: Any, environ: Any, resp: Any) -> None:
-    """The gevent worker's ``post_request`` hook: once a request is answered, one turn of the event loop.
-
-    A greenlet gives up the worker only where it waits. A request that waits for nothing (the memory store, a
-    cache hit) on a connection whose next request is already there (keep-alive, pipelining: gunicorn parses
-    it from its buffer) would be served again and again while requests on other connections wait: their
-    latency is then the busy connection's whole run. The turn (about 4 µs) serves every ready connection's
-    request first. Taken after the answer rather than before the next request, it usually ends with that
-    next request already arrived, so the greenlet reads it without waiting on its socket: the turn costs
-    about nothing more (docs/deployment.md, "Worker model")."""
-    import gevent  # type: ignore[import-untyped]  # the worker's, after its monkey-patching (loaded in the master)
-
-    gevent.sleep(TURN_SECONDS)
-
-
-def close_connection(wsgi_input: object) -> None:
-    """Have gunicorn answer the request of ``wsgi_input`` with ``Connection: close`` and close the connection
-    after it, rather than read the rest of a body the app did not read to serve another request — a read
-    that has no bound under gevent, so an endless upload would keep the worker busy. A no-op in-process."""
-    ref = _requests_by_input.get(wsgi_input)
-    req = ref() if ref is not None else None
-    if req is not None:
-        req.must_close = True  # what gunicorn's own Request.force_close sets, on HTTP/1 and HTTP/2 requests
-
-
-# The gunicorn worker serving this process (none in-process): streams ask it whether to end early.
-_serving_worker: Any = None
-
-
-def _watch_worker(worker: Any) -> None:
-    """gunicorn's ``post_worker_init`` hook, run once the worker has loaded the app."""
-    global _serving_worker
-    _serving_worker = worker
-    # What the app's import and start made (~60,000 objects: modules, schemas, the runtime's tables) lives as
-    # long as the worker: out of the collector's sight, a full collection scans what requests leave behind
-    # only — 0.5 ms instead of 36 ms of a paused worker, measured (docs/performance.md, "Memory").
-    gc.freeze()
-
-
-def worker_stopping() -> bool:
-    """True once the gunicorn worker of this process has been told to stop (``SIGTERM``, a restart): open
-    streams then end, instead of holding the shutdown for ``graceful_timeout``."""
-    return _serving_worker is not None and not _serving_worker.alive
-
-
-def _starting_hooks(settings: Settings) -> dict[str, Any]:
-    """gunicorn's ``on_starting`` hook: the binds it is about to listen on, after any ``--bind`` of its own
-    command line, pass :func:`check_exposure` too (a RuntimeError there stops gunicorn with the message);
-    then the metrics directory is prepared for the workers (quineling.observe.master), whose ``child_exit``
-    and ``on_exit`` hooks come along."""
-    metrics = MetricsDirectory(settings.metrics_dir)
-
-    def on_starting(server: Any) -> None:
-        try:
-            check_exposure(settings, list(server.cfg.bind))
-        except ConfigError as exc:
-            raise RuntimeError(f"quineling: {exc}") from None
-        metrics.prepare()
-
-    return {"on_starting": on_starting, **hooks(metrics)}
 
 
 def check_auth_files(settings: Settings) -> None:

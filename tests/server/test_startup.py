@@ -1,4 +1,4 @@
-"""The start banner and the start-up store probe (quineling/startup.py), without a server."""
+"""The start banner and the start-up store probe (quineling/server/startup.py), without a server."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from quineling.config import load_settings
-from quineling.startup import banner, redacted_url, store_unreachable
+from quineling.server.startup import banner, redacted_url, store_unreachable
+from quineling.settings import load_settings
 from tests.support.live import free_port
 
 

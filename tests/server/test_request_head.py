@@ -1,4 +1,4 @@
-"""The lean worker's reading of a request head (quineling/request_head.py) accepts only plain requests it fully
+"""The lean worker's reading of a request head (quineling/server/request_head.py) accepts only plain requests it fully
 understands, with gunicorn's environ names, and leaves everything else — unusual, ambiguous, or gunicorn's own
 business — unread, so gunicorn answers it as it always did."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from quineling.request_head import content_length, read_head
+from quineling.server.request_head import content_length, read_head
 
 LINE = b"POST /a2a/jsonrpc HTTP/1.1"
 
@@ -110,7 +110,7 @@ def test_no_content_length_is_none() -> None:
 
 
 def test_lines_read_before_are_remembered_within_a_bound() -> None:
-    from quineling import request_head
+    from quineling.server import request_head
 
     request_head._READ.clear()
     for i in range(request_head._READ_LIMIT * 2 + 7):  # a request id that differs every time

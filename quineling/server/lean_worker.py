@@ -7,7 +7,7 @@ path (quineling/a2a/lean_jsonrpc.py) already answers the common call without Fla
 call without gunicorn's machinery around it:
 
 - it reads a connection's next request head itself and, when that is a plain ``POST /a2a/jsonrpc HTTP/1.1``
-  (quineling/request_head.py: strict, a subset of what gunicorn accepts), its body, and asks the lean path;
+  (quineling/server/request_head.py: strict, a subset of what gunicorn accepts), its body, and asks the lean path;
 - the lean path answers (written in one ``sendall``, with gunicorn's status line and default headers), or
   declines: then every byte read so far is handed to gunicorn's own handler with the connection, which reads
   them first and serves that connection from then on, exactly as the stock worker does.
@@ -38,9 +38,9 @@ from gunicorn import SERVER, util
 from gunicorn.http2 import negotiation
 from gunicorn.workers.ggevent import GeventWorker
 
-from quineling.config import take_turn
-from quineling.observe.gunicorn_log import QuinelingLogger
-from quineling.request_head import HEAD_END, content_length, read_head
+from quineling.server.gunicorn_log import QuinelingLogger
+from quineling.server.hooks import take_turn
+from quineling.server.request_head import HEAD_END, content_length, read_head
 
 # A head longer than this is gunicorn's to read (and, past its limits, to refuse).
 HEAD_LIMIT = 64 * 1024
@@ -60,7 +60,7 @@ class LeanGeventWorker(GeventWorker):
         cfg = self.cfg
         if cfg.is_ssl or cfg.proxy_protocol != "off" or not cfg.keepalive:
             return
-        # The JSON access line (quineling.observe.gunicorn_log) is written here too; gunicorn's text line reads
+        # The JSON access line (quineling.server.gunicorn_log) is written here too; gunicorn's text line reads
         # its own request and response objects, so with it every connection stays gunicorn's.
         if cfg.accesslog:
             if not (isinstance(self.log, QuinelingLogger) and self.log.log_format == "json"):

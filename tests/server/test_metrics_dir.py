@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from quineling.observe.master import MULTIPROC_ENV, MetricsDirectory, hooks
+from quineling.server.metrics_dir import MULTIPROC_ENV, MetricsDirectory, hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_an_exited_workers_live_gauge_is_dropped_and_its_counters_kept(
 def test_the_masters_logging_imports_no_flask_ssl_or_prometheus() -> None:
     code = (
         "import sys, runpy; runpy.run_path('deploy/gunicorn.conf.py'); "
-        "import quineling.observe.gunicorn_log; "
+        "import quineling.server.gunicorn_log; "
         "print(sorted(m for m in ('flask', 'ssl', 'prometheus_client', 'redis') if m in sys.modules))"
     )
     result = subprocess.run(
