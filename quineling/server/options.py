@@ -72,7 +72,8 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,
         # and a worker whose loop is stuck this long (a blocking call under gevent, say) is replaced.
         "timeout": 30,
-        # On stop, streams end within a poll slice (see worker_stopping) and clients subscribe again.
+        # On stop, streams end within a poll slice (quineling.worker_state.worker_stopping) and clients subscribe
+        # again.
         "graceful_timeout": 30,
         # Seconds an idle kept-alive connection stays open; with gevent also the time a client has to send its
         # complete request headers, after which the connection is closed (a slow-header client costs a
