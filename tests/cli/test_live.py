@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -256,7 +257,14 @@ def test_task_list_pages_and_filters(q: Q) -> None:
     every = q("task", "list", "--context-id", context, "--all", "--page-size", "1", "--stream", "-o", "json")
     assert len(every.lines()) == 4  # one Task per line, over every page
     text = q("task", "list", "--context-id", context, "--page-size", "1")
-    assert text.fields()["Next-Page-Token"] and "task list --page-token" in text.fields()["Next-Page"]
+    assert text.fields()["Next-Page-Token"] and "--page-token" in text.fields()["Next-Page"]
+    # The printed Next-Page command, run as printed, continues the same filtered listing.
+    filtered = q("task", "list", "--context-id", context, "--status", "input-required", "--page-size", "2")
+    printed = shlex.split(filtered.fields()["Next-Page"])
+    assert printed[0] == "quineling"
+    following = q(*printed[1:], agent=None)
+    assert following.code == 0, following.err
+    assert following.out.count("State: TASK_STATE_INPUT_REQUIRED") == 1 and "COMPLETED" not in following.out
 
 
 def test_subscribe_follows_a_task_to_its_end(q: Q, server: LiveServer, tmp_path: Path) -> None:
