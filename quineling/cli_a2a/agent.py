@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from quineling.client import (
     A2AClient,
     A2AClientError,
     AgentError,
+    AgentRegistry,
     AgentUnreachable,
     AuthenticationFailed,
     CardError,
@@ -85,6 +87,24 @@ def card_reference(ref: str | None) -> str:
     if parts.path in ("", "/"):
         return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}"
     return url
+
+
+def registered_agent(ref: str | None, settings: Settings) -> str | None:
+    """``-a NAME``: the name of an agent in the registry (``agents add``, kept in ``QUINELING_STORE_URL``)
+    stands for its URL. A URL, a path or an existing file is never looked up, and without a shared store
+    there is no registry to look in."""
+    store = os.environ.get("QUINELING_STORE_URL", "")
+    if not ref or "://" in ref or "/" in ref or not store or store.startswith("memory:") or Path(ref).exists():
+        return ref
+    with client_errors(settings=settings):
+        agents = AgentRegistry(store).list()
+    named = [agent.url for agent in agents if agent.name.casefold() == ref.casefold()]
+    if len(named) > 1:
+        raise usage(
+            f"-a {ref}: {len(named)} registered agents have that name ({', '.join(sorted(named))})",
+            hint="give the agent's URL instead",
+        )
+    return named[0] if named else ref
 
 
 def _loopback(ref: str) -> bool:
@@ -210,7 +230,7 @@ def asked_version(settings: Settings) -> str | None:
 
 def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
     """A client for ``-a``: the card fetched, validated and an interface chosen."""
-    ref = card_reference(settings["agent_card"])
+    ref = card_reference(registered_agent(settings["agent_card"], settings))
     timeout = settings["timeout"] or 3600.0
     read = max(30.0, wait_seconds or 3600.0)  # a blocking send may take as long as the wait allows
     retries = 0 if settings["no_retry"] else settings["retries"]

@@ -369,6 +369,8 @@ def test_agents_registry_in_the_shared_store(q: Q, server: LiveServer, redis_sto
     added = q("agents", "add", server.base_url, agent=None, **store)
     assert added.code == 0 and added.fields()["Name"] == "Quineling", added.err
     try:
+        by_name = q("card", "get", agent="Quineling", **store)  # a registered agent's name works with -a
+        assert by_name.code == 0 and by_name.fields()["Name"] == "Quineling", by_name.err
         listed = q("agents", "list", "--skill", "ranch", "-o", "json", agent=None, **store).json()["agents"]
         assert server.base_url in [a["url"] for a in listed]
         assert (
