@@ -94,7 +94,14 @@ def registered_agent(ref: str | None, settings: Settings) -> str | None:
     stands for its URL. A URL, a path or an existing file is never looked up, and without a shared store
     there is no registry to look in."""
     store = os.environ.get("QUINELING_STORE_URL", "")
-    if not ref or "://" in ref or "/" in ref or not store or store.startswith("memory:") or Path(ref).exists():
+    if (
+        not ref
+        or "://" in ref
+        or "/" in ref
+        or not store
+        or store.startswith("memory:")
+        or Path(ref).exists()
+    ):
         return ref
     with client_errors(settings=settings):
         agents = AgentRegistry(store).list()
