@@ -27,6 +27,7 @@ from quineling.client import (
     CardError,
     ClientTimeout,
     Credentials,
+    InvalidCredentials,
     RetryPolicy,
     Timeouts,
 )
@@ -284,6 +285,8 @@ def client_errors(*, settings: Settings, card: bool = False) -> Iterator[None]:
 
 def translate(exc: A2AClientError, *, settings: Settings, card: bool = False) -> CliError:
     message, hint = exc.message, exc.hint
+    if isinstance(exc, InvalidCredentials):
+        return CliError(errors.USAGE, message, hint=hint)
     if card and isinstance(exc, AgentError) and exc.reason.startswith("HTTP "):
         # No card where the reference points (404, a server error): the reference did not resolve.
         return CliError(
