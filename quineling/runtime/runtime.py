@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from quineling.runtime import retention
+from quineling.runtime.catalogue import ALL_OPERATIONS
 from quineling.runtime.context import QUOTA_LIMITS, Env, RuntimeLimits, StateView, utc_time
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_request_values
@@ -27,13 +28,6 @@ DEFAULT_SCOPE = "default"
 Outcome = JSON  # {operation, result}
 # Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
 Attach = Callable[[Outcome | QuinelingError], TaskWrite]
-
-# The sixteen operations of the product: the closed catalogue a request's ``operation`` must name.
-ALL_OPERATIONS = (
-    "parse", "create", "compile", "inspect", "run", "reproduce", "recover", "frame",
-    "offspringPreview", "offspringFrame", "offspringAdmit", "lineage", "annotate",
-    "worldCreate", "worldInspect", "worldCommand",
-)  # fmt: skip
 
 
 def _registered_operations() -> dict[str, Operation]:

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -236,6 +237,21 @@ def test_completion_scripts_name_the_commands(shell: str, capsys: pytest.Capture
     assert code == 0
     for word in ("card", "send", "task", "subscribe", "--agent-card", "--transport"):
         assert word.lstrip("-") in out
+
+
+def test_bash_completion_offers_the_operations_after_op(capsys: pytest.CaptureFixture[str]) -> None:
+    from quineling.runtime.catalogue import ALL_OPERATIONS
+
+    code, script, _ = run(["completion", "bash"], capsys)
+    assert code == 0
+    offered = {}
+    for typed in ("", "world", "offspringA"):
+        shell = f'{script}\nCOMP_WORDS=(quineling op "{typed}"); COMP_CWORD=2; _quineling; echo "${{COMPREPLY[*]}}"'
+        done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=10)
+        offered[typed] = done.stdout.split()
+    assert sorted(offered[""]) == sorted(ALL_OPERATIONS) and len(ALL_OPERATIONS) == 16
+    assert offered["world"] == ["worldCommand", "worldCreate", "worldInspect"]
+    assert offered["offspringA"] == ["offspringAdmit"]
 
 
 def test_text_output_has_no_control_codes() -> None:
