@@ -106,7 +106,7 @@ class _Capture:
 
 def _words(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
     """Each command and the words that follow it: its sub-commands, or for ``op`` the runtime's operations."""
-    from quineling.runtime.catalogue import ALL_OPERATIONS
+    from quineling.runtime.product_operations import ALL_OPERATIONS
 
     found: dict[str, set[str]] = {"": set()}
     for action in parser._actions:  # argparse keeps sub-parsers only here

@@ -21,8 +21,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from quineling.observe import notes
-from quineling.runtime.catalogue import ALL_OPERATIONS
 from quineling.runtime.errors import QuinelingError
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from stores.errors import StoreError, StoreUnavailable, TaskConflict
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

@@ -12,12 +12,12 @@ import math
 from collections.abc import Callable, Mapping
 
 from quineling.runtime import retention
-from quineling.runtime.catalogue import ALL_OPERATIONS
 from quineling.runtime.context import QUOTA_LIMITS, Env, RuntimeLimits, StateView, utc_time
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_request_values
 from quineling.runtime.memo import AnswerMemo
 from quineling.runtime.operations import Operation
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError, QuotaExceeded

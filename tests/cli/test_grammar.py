@@ -240,7 +240,7 @@ def test_completion_scripts_name_the_commands(shell: str, capsys: pytest.Capture
 
 
 def test_bash_completion_offers_the_operations_after_op(capsys: pytest.CaptureFixture[str]) -> None:
-    from quineling.runtime.catalogue import ALL_OPERATIONS
+    from quineling.runtime.product_operations import ALL_OPERATIONS
 
     code, script, _ = run(["completion", "bash"], capsys)
     assert code == 0

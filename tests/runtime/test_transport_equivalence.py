@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from quineling.app import create_app
-from quineling.runtime.catalogue import ALL_OPERATIONS
 from quineling.runtime.errors import QuinelingError
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from quineling.runtime.runtime import Runtime
 from tests.a2a.conftest import data, user_message
 from tests.runtime.test_ranch_support import (
