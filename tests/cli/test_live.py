@@ -117,12 +117,14 @@ def test_send_blocks_and_renders_the_artifact(q: Q) -> None:
         and fields["Task-Id"]
         and fields["Context-Id"]
     )
-    assert (
-        "Artifact-Data:\n{\n" in text.out
-        and '"status": "created"' in text.out
-        and not CONTROL.search(text.out)
-    )
+    # By default what a person reads: the result's status and artifact id, not the lifeform's genome.
+    assert fields["Result-Status"] == "created" and fields["Result-Artifact-Id"].startswith("sha256:")
+    assert len(text.out.splitlines()) < 15 and not CONTROL.search(text.out)
     assert text.err == ""  # a completed task: nothing to warn about
+    whole = q("send", "--text", SQUARE_SUM, "--verbose")
+    assert (
+        "Artifact-Data:\n{\n" in whole.out and '"status": "created"' in whole.out and '"genomes"' in whole.out
+    )
 
 
 def test_an_interrupted_task_stops_the_wait_and_is_continued_by_task_id(q: Q) -> None:
@@ -192,7 +194,7 @@ def test_task_get_wait_history_and_download(q: Q, tmp_path: Path) -> None:
     assert (
         waited.code == 0
         and waited.fields()["State"] == "TASK_STATE_COMPLETED"
-        and "Artifact-Data:" in waited.out
+        and waited.fields()["Result-Status"] == "created"
     )
     folder = tmp_path / "out"
     folder.mkdir()
@@ -356,7 +358,11 @@ def test_quineling_shortcuts_print_the_result(q: Q, tmp_path: Path) -> None:
     request = tmp_path / "req.json"
     request.write_text(json.dumps({"artifactId": created["artifact"]["id"]}))
     text = q("op", "run", "--data", str(request))
-    assert text.code == 0 and text.fields()["State"] == "TASK_STATE_COMPLETED" and '"total": 29' in text.out
+    assert text.code == 0 and text.fields()["State"] == "TASK_STATE_COMPLETED"
+    assert text.fields()["Outputs"] == '{"total": 29}' and "trace" not in text.out  # the concise view
+    made = q("create", SQUARE_SUM)
+    assert made.fields()["Result-Status"] == "created" and len(made.out.splitlines()) < 15
+    assert '"genomes"' in q("create", SQUARE_SUM, "--verbose").out  # the whole result on request
     missing = q("op", "inspect", "--field", "artifactId=sha256:" + "0" * 64, "-o", "json")
     assert missing.code == 1 and missing.json()["error"]["code"] == "QUINELING_NOT_FOUND"
 
