@@ -151,7 +151,11 @@ def create_app(
     _register_metrics(app)
     if credentials is not None:
         # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
-        public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
+        public = [
+            f"{REST_PREFIX}/openapi.json",
+            f"{REST_PREFIX}/{openapi.DOCS_PATH}",
+            f"{REST_PREFIX}/{openapi.DOCS_PATH}/",  # the redirect to the page, and the page's assets
+        ]
         authentication.install(
             app,
             credentials,
@@ -226,13 +230,14 @@ def _scope_registry(settings: Settings, backend: Backend | None) -> ScopeRegistr
 
 def _register_routing_errors(app: Flask) -> None:
     """Routing errors (404, 405) happen outside the blueprints: answer them in the shape of the binding whose
-    path was asked for, and as werkzeug does elsewhere."""
+    path was asked for, and on any other path in the HTTP+JSON binding's JSON shape too (never Flask's HTML
+    page), so that every answer of the service is JSON."""
 
     def handle(exc: HTTPException) -> Response | HTTPException:
-        if under(request.path, REST_PREFIX):
-            return rest.routing_error(exc)
         if under(request.path, JSONRPC_PATH):
             return jsonrpc.routing_error(exc)
+        if under(request.path, REST_PREFIX) or exc.code in (404, 405):
+            return rest.routing_error(exc)
         return exc
 
     app.register_error_handler(HTTPException, handle)
