@@ -20,6 +20,7 @@ def serve(args: argparse.Namespace) -> int:
     from gunicorn.app.base import BaseApplication
 
     from quineling.config import ConfigError, gunicorn_options, load_settings
+    from quineling.startup import port_taken
 
     if args.port is not None:
         os.environ["QUINELING_A2A_PORT"] = str(args.port)
@@ -27,9 +28,14 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["QUINELING_A2A_HOST"] = args.host
     try:
         # Validate here, naming the bad variable, rather than inside a worker.
-        options = gunicorn_options(load_settings())
+        settings = load_settings()
+        options = gunicorn_options(settings)
     except ConfigError as exc:
         print(f"quineling: {exc}", file=sys.stderr)
+        return 2
+    taken = port_taken(settings.a2a_host, settings.a2a_port)
+    if taken is not None:
+        print(f"quineling: {taken}; choose another with --port or QUINELING_A2A_PORT", file=sys.stderr)
         return 2
 
     class Server(BaseApplication):
@@ -184,6 +190,18 @@ def keys_revoke(args: argparse.Namespace) -> int:
 
 OPERATOR_COMMANDS = ("serve", "store", "keys")
 
+SERVE_SETTINGS = """settings (environment):
+  QUINELING_A2A_HOST, QUINELING_A2A_PORT   where to listen (127.0.0.1:8049); a public host needs authentication
+  QUINELING_BASE_URL                       the public origin the agent card advertises
+  QUINELING_STORE_URL                      memory:// (default, one process) or redis://… for many workers/hosts
+  QUINELING_AUTH_KEYS_FILE                 API keys (quineling keys add NAME); QUINELING_AUTH_JWKS for JWTs
+  QUINELING_WORKERS, QUINELING_WORKER_CLASS  gunicorn workers (Redis store for more than one) and their class
+  QUINELING_TENANTS                        tenants served besides the default one ('*' for any)
+  QUINELING_RATE_LIMIT                     requests per caller, e.g. 100/minute
+  QUINELING_LOG_FORMAT                     json, text or auto
+every setting and its default: README.md, "Configuration"; several hosts: docs/deployment.md, "Settings"
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
@@ -195,7 +213,16 @@ def main(argv: list[str] | None = None) -> int:
         return a2a_main(words)
     parser = OperatorParser(prog="quineling", description="Quineling A2A agent: operator commands")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve_cmd = commands.add_parser("serve", help="serve A2A (default 127.0.0.1:8049)")
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="serve A2A (default 127.0.0.1:8049)",
+        description="Serve the A2A agent under gunicorn. Everything else is set in the environment; the "
+        "settings that matter most are below, and every one, with its default, is in the README's "
+        "Configuration table (docs/deployment.md for several hosts). Exit 2 when a setting is refused or the "
+        "port is in use.",
+        epilog=SERVE_SETTINGS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_A2A_PORT")
     serve_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
     serve_cmd.set_defaults(handler=serve)
