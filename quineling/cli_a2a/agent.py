@@ -270,7 +270,7 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
             "VersionNotSupportedError",
             f"--a2a-version {asked}: no usable interface at {asked} "
             f"(the card offers {offered}; {chosen} would be used)",
-            hint="drop --a2a-version to use the highest version both sides speak",
+            hint="drop --a2a-version 0.3 to speak 1.0",
         )
     return client
 
