@@ -31,6 +31,7 @@ from quineling.client import (
     RetryPolicy,
     Timeouts,
 )
+from stores.errors import StoreError
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 BINDINGS = {
@@ -92,20 +93,22 @@ def card_reference(ref: str | None) -> str:
 
 def registered_agent(ref: str | None, settings: Settings) -> str | None:
     """``-a NAME``: the name of an agent in the registry (``agents add``, kept in ``QUINELING_STORE_URL``)
-    stands for its URL. A URL, a path or an existing file is never looked up, and without a shared store
-    there is no registry to look in."""
+    stands for its URL. Only a reference that cannot be a host is looked up — no ``.``, ``:`` or ``/``, not
+    ``localhost``, not an existing file — and only with a shared store: a host or URL never waits on Redis."""
     store = os.environ.get("QUINELING_STORE_URL", "")
-    if (
-        not ref
-        or "://" in ref
-        or "/" in ref
-        or not store
-        or store.startswith("memory:")
-        or Path(ref).exists()
-    ):
+    if not ref or not store or store.startswith("memory:") or ref == "localhost" or Path(ref).exists():
         return ref
-    with client_errors(settings=settings):
-        agents = AgentRegistry(store).list()
+    if any(c in ref for c in ".:/"):
+        return ref
+    try:
+        with client_errors(settings=settings):
+            agents = AgentRegistry(store).list()
+    except StoreError as exc:
+        raise CliError(
+            errors.UNREACHABLE,
+            f"-a {ref}: the agent registry (QUINELING_STORE_URL) cannot be read: {exc}",
+            hint="give the agent's URL, or check the store",
+        ) from None
     named = [agent.url for agent in agents if agent.name.casefold() == ref.casefold()]
     if len(named) > 1:
         raise usage(

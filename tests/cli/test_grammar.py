@@ -305,3 +305,19 @@ def test_the_error_registry_is_closed() -> None:
         "error": {"code": "TaskNotFoundError", "message": "gone", "hint": None, "a2aCode": -32001}
     }
     assert CliError("TaskNotFoundError", "gone").exit_code == 1
+
+
+def test_a_registry_name_is_looked_up_only_when_it_cannot_be_a_host(tmp_path: Path) -> None:
+    """``-a NAME`` reads the agent registry in QUINELING_STORE_URL; a host never waits on (or fails with) it."""
+    from tests.cli.support import clean_env, cli_in_process
+    from tests.support.ports import free_port
+
+    dead = free_port()
+    env = clean_env(tmp_path, QUINELING_STORE_URL=f"redis://127.0.0.1:{dead}/0")
+    host = cli_in_process("card", "get", "-a", f"127.0.0.1:{dead}", "-o", "json", cwd=tmp_path, env=env)
+    assert host.code == 3 and host.json()["error"]["code"] == "A2ACLI_ERR_CARD_NOT_FOUND"
+    name = cli_in_process("card", "get", "-a", "Quineling", "-o", "json", cwd=tmp_path, env=env)
+    error = name.json()["error"]
+    assert (
+        name.code == 3 and error["code"] == "A2ACLI_ERR_UNREACHABLE" and "agent registry" in error["message"]
+    )
