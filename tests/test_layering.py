@@ -30,7 +30,7 @@ RULES = {
     # The client calls other agents: no web framework and nothing of this server; shared state goes through
     # the stores layer's public surface (never a backend module, never the Redis driver itself).
     "quineling/client": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "fakeredis",
-                         "stores.memory", "stores.redis", "stores.redis_connection", "quineling.a2a",
+                         "stores.memory", "stores.redis", "stores.redis.connection", "quineling.a2a",
                          "quineling.app", "quineling.auth", "quineling.config", "quineling.runtime", "quineling.cli"),
 }  # fmt: skip
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.
@@ -40,6 +40,7 @@ ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
 # layer (the same layer only inside one package, which the cycle check covers).
 LAYERS = {
     "stores": 0,
+    "quineling.version": 0,  # the package version: a constant, imports nothing; any layer may report it
     "quineling.runtime": 1,
     "quineling.config": 2,
     "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only

@@ -27,10 +27,12 @@ from quineling.client import (
     CardError,
     ClientTimeout,
     Credentials,
+    CredentialsNotSent,
     InvalidCredentials,
     RetryPolicy,
     Timeouts,
 )
+from quineling.client.origins import parse_origin
 from stores.errors import StoreError
 
 WELL_KNOWN = "/.well-known/agent-card.json"
@@ -231,6 +233,27 @@ def attach_wire_log(client: Any) -> None:
     client.channel.client.event_hooks = {"request": [on_request], "response": [on_response]}
 
 
+def _say_withheld(notice: CredentialsNotSent) -> None:
+    sys.stderr.write(
+        f"warning: the card points to {notice.origin}, which is not the agent's origin you named "
+        f"({', '.join(notice.allowed) or 'none'}): the request goes there WITHOUT your credentials "
+        f"(--allow-origin {notice.origin} sends them)\n"
+    )
+
+
+def allowed_origins(settings: Settings) -> tuple[str, ...]:
+    """``--allow-origin``: each an origin (see :func:`quineling.client.origins.parse_origin`), or exit 2."""
+    found = []
+    for text in settings["allow_origin"]:
+        try:
+            found.append(parse_origin(text))
+        except ValueError as exc:
+            raise usage(
+                f"--allow-origin: {exc}", hint="example: --allow-origin https://agent.example"
+            ) from None
+    return tuple(found)
+
+
 def asked_version(settings: Settings) -> str | None:
     """``--a2a-version``: 1.0 (the default, the highest this tool speaks), or 0.3 by explicit opt-in only."""
     asked: str | None = settings["a2a_version"]
@@ -252,17 +275,20 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
                 "WARNING: --insecure: your credentials go to a server whose identity is NOT verified\n"
             )
     asked = asked_version(settings)
+    allowed = allowed_origins(settings)
     with client_errors(card=True, settings=settings):
         client = A2AClient.connect(
             ref,
             transports=bindings(settings["transport"]) or None,
             allow_v03=asked == "0.3",
             credentials=Credentials(bearer=settings["bearer"], api_key=settings["api_key"]),
-            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout),
+            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout, card=min(30.0, timeout)),
             retry=RetryPolicy(retries=retries),
             insecure=settings["insecure"],
             headers=service_params(settings["svc_param"]),
+            allowed_origins=allowed,
         )
+    client.channel.on_withheld = _say_withheld
     attach_wire_log(client)
     chosen = client.interface.protocol_version
     if asked is not None and chosen != asked:

@@ -33,6 +33,7 @@ from quineling.client.models import (
     TaskPage,
     TaskState,
 )
+from quineling.client.origins import CredentialsNotSent
 from quineling.client.registry import AgentRegistry, RegisteredAgent
 from quineling.client.retry import RetryPolicy
 from quineling.client.shared import SharedState
@@ -55,6 +56,7 @@ __all__ = [
     "CircuitBreaker",
     "ClientTimeout",
     "Credentials",
+    "CredentialsNotSent",
     "DelegateResult",
     "Interface",
     "Message",

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from redis import exceptions as rex
 
-from stores import BACKENDS, MemoryBackend, RedisBackend, redis_connection
+from stores import BACKENDS, MemoryBackend, RedisBackend
 from stores.errors import StoreError, StoreUnavailable
-from stores.redis_connection import Connection, LazyCluster, cluster_auth, cluster_nodes
+from stores.redis import connection as redis_connection
+from stores.redis.connection import Connection, LazyCluster, cluster_auth, cluster_nodes
 from tests.support.live import free_port
 
 

@@ -1,8 +1,8 @@
 """The Redis backend (``redis://``, ``rediss://``, ``unix://``, and a Redis Cluster's ``redis+cluster://``,
 ``rediss+cluster://``): shared by every worker of every process.
 
-Each store call is one server round trip (see :mod:`stores.redis_state` and :mod:`stores.redis_tasks`). Keys
-come from :mod:`stores.keys`; scripts from :mod:`stores.lua`; the client from :mod:`stores.redis_connection`.
+Each store call is one server round trip (see :mod:`stores.redis.state` and :mod:`stores.redis.tasks`). Keys
+come from :mod:`stores.redis.keys`; scripts from :mod:`stores.lua`; the client from :mod:`stores.redis.connection`.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from stores import keys
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
-from stores.redis_changes import frees_at, state_keys, text
-from stores.redis_connection import CLUSTER_SCHEMES, Connection, make_lazy_client
-from stores.redis_rate_counters import RedisRateCounter
-from stores.redis_scopes import RedisScopeRegistry
-from stores.redis_state import RedisStateStore
-from stores.redis_tasks import EventLogSettings, RedisTaskStore
+from stores.redis import keys
+from stores.redis.changes import frees_at, state_keys, text
+from stores.redis.connection import CLUSTER_SCHEMES, Connection, make_lazy_client
+from stores.redis.rate_counters import RedisRateCounter
+from stores.redis.scopes import RedisScopeRegistry
+from stores.redis.state import RedisStateStore
+from stores.redis.tasks import EventLogSettings, RedisTaskStore
 from stores.scopes import Clock, ScopeLimits
 
 # The client's deadlines when none are given (QUINELING_REDIS_CONNECT_TIMEOUT_SECONDS and
@@ -135,7 +135,7 @@ class RedisBackend(Backend):
         raise failure or StoreUnavailable("the Redis Cluster has no reachable primary")
 
     def scopes(self) -> list[str]:
-        """The scope registry's members (one ZRANGE of stores/keys.py ``scope_registry``): every scope admitted
+        """The scope registry's members (one ZRANGE of stores/redis/keys.py ``scope_registry``): every scope admitted
         and not yet reclaimed."""
         members = self.connection.command("zrange", keys.scope_registry(self.prefix), 0, -1, repeatable=True)
         return sorted(text(member) for member in members)

@@ -4,7 +4,7 @@ the backend's lock, so a reclaim and the deletion of what the reclaimed scope he
 from __future__ import annotations
 
 from stores.base import task_partition
-from stores.memory_data import MemoryData
+from stores.memory.data import MemoryData
 from stores.scopes import Admission, Clock, ScopeLimits, ScopeRegistry
 
 

@@ -1,6 +1,6 @@
 -- commit_task.lua: one scope's change set and one task save of the same partition, all or nothing: every
 -- check of both halves runs before anything is written. Runs in one cluster slot because a partition's task
--- keys carry its state scope's hash tag (stores/keys.py).
+-- keys carry its state scope's hash tag (stores/redis/keys.py).
 -- Prepended by expire_paused.lua, task_write.lua and changes.lua.
 -- KEYS[1..7] data, info, seq, evictable, paused, stats, version of the partition (see expire_paused.lua)
 -- KEYS[8]  the task's event stream

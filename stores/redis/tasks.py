@@ -1,7 +1,7 @@
 """The Redis backend's task store: every call is one EVALSHA (list: two).
 
 Capacity is per partition (tenant), and a partition's task keys share its state scope's hash tag (see
-:mod:`stores.keys`), so one script can save a task and commit that tenant's change set in one slot
+:mod:`stores.redis.keys`), so one script can save a task and commit that tenant's change set in one slot
 (``lua/commit_task.lua``). Eviction, lazy expiry, admission sequences, version checks and event appends happen
 inside ``lua/task_save.lua`` atomically; ``lua/task_load.lua`` returns a task with its version in the same
 round trip. An evicted or expired task's event stream is deleted by the same script that removes the task
@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stores import keys
 from stores.base import (
     JSON,
     KeyClaim,
@@ -36,8 +35,9 @@ from stores.changes import ChangeSet, Key
 from stores.errors import ClaimsFull, KeyClaimed, StoreError, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
 from stores.records import decode, encode, expected_version, first_event_number
-from stores.redis_changes import change_args, raise_state_refusal, state_keys, text, written_versions
-from stores.redis_connection import Connection
+from stores.redis import keys
+from stores.redis.changes import change_args, raise_state_refusal, state_keys, text, written_versions
+from stores.redis.connection import Connection
 from stores.shared_reads import SharedValues
 
 _PRELUDE = "expire_paused"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from stores import keys
 from stores.changes import ChangeSet, Key, merge_quotas
 from stores.errors import ConflictError, QuotaExceeded
 from stores.records import encode
+from stores.redis import keys
 
 
 def text(value: Any) -> str:

@@ -1,5 +1,5 @@
 """Reading a Redis Cluster URL (``redis+cluster://[user:password@]host:port[,host:port…]``) without redis-py:
-the store's client (stores/redis_connection.py) and the gunicorn master's start-up probe (quineling/startup.py,
+the store's client (stores/redis/connection.py) and the gunicorn master's start-up probe (quineling/startup.py,
 which must not import redis) read it alike."""
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from typing import Any
 
 from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStore
 from stores.listing import CursorSigner
-from stores.memory_data import MemoryData, drop_scope_documents, sweep
-from stores.memory_scopes import MemoryScopeRegistry
-from stores.memory_state import MemoryStateStore
-from stores.memory_tasks import MemoryTaskStore
+from stores.memory.data import MemoryData, drop_scope_documents, sweep
+from stores.memory.scopes import MemoryScopeRegistry
+from stores.memory.state import MemoryStateStore
+from stores.memory.tasks import MemoryTaskStore
 from stores.rate_counters import MemoryRateCounter
 from stores.scopes import Clock, ScopeLimits
 

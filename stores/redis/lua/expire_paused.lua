@@ -10,7 +10,7 @@
 -- Defines drop_task(field), remove_task(field) and expire_paused(cutoff) (none returns a value) and
 -- version_of(field).
 
--- A task's event stream is "<partition tag>:events:<task field>" (stores/keys.py task_events), and KEYS[1] is
+-- A task's event stream is "<partition tag>:events:<task field>" (stores/redis/keys.py task_events), and KEYS[1] is
 -- "<partition tag>:data". Not among KEYS, since which tasks go is decided here, but it carries the
 -- partition's hash tag, so it lies in the slot of KEYS (tests/stores/test_task_store.py checks the name).
 local EVENTS = string.sub(KEYS[1], 1, -string.len(':data') - 1) .. ':events:'

@@ -3,7 +3,7 @@
 State keys carry one hash tag per scope (``q:{default}:doc``), so one scope's commit touches one cluster slot.
 The task store is bounded *per tenant* (see :func:`stores.base.task_partition`): a tenant's task keys carry the
 same tag as that tenant's state keys (``q:{default}:task:data``), so a save that evicts, and a state commit
-together with a task save (``stores/lua/commit_task.lua``), each run in one slot. A grouped scope
+together with a task save (``stores/redis/lua/commit_task.lua``), each run in one slot. A grouped scope
 (``alice:acme``, see :func:`stores.base.scope_group`) has its group's tag (``q:{alice}/acme:doc``), so one
 principal's tenants all live in one slot too.
 """
@@ -61,7 +61,7 @@ def counters(prefix: str, scope: str) -> str:
 
 
 def retention(prefix: str, scope: str) -> list[str]:
-    """A scope's retention keys (``stores/lua/changes.lua``): the expiries sorted set (``kind/id`` → expiry
+    """A scope's retention keys (``stores/redis/lua/changes.lua``): the expiries sorted set (``kind/id`` → expiry
     time), the owners hash (``kind/id`` → owner's ``kind/id``), the dependents sorted set (``owner|kind/id``,
     ranged by lex) and the holds hash (``kind/id`` → JSON of the quota amounts it holds)."""
     tag = scope_tag(prefix, scope)
@@ -162,13 +162,13 @@ def scope_registry(prefix: str) -> str:
     """Sorted set: live scope (partition) → lease, seconds since the epoch (stores/scopes.py); the one registry
     of scopes, for the bound on live scopes and for operators (``Backend.scopes``). Its tag holds a ``#``,
     which every scope's tag escapes, so it is nobody's scope. No script writes it together with a scope's
-    keys: it is in a slot of its own (see stores/redis_scopes.py)."""
+    keys: it is in a slot of its own (see stores/redis/scopes.py)."""
     return f"{prefix}:{{#scopes}}:live"
 
 
 def operation(key: str, operation_id: str) -> str:
     """String, with a TTL: the recorded reply of one write script call whose first key is ``key``
-    (``stores/lua/once.lua``). Its name starts with ``key``, so it carries its hash tag and lies in its slot."""
+    (``stores/redis/lua/once.lua``). Its name starts with ``key``, so it carries its hash tag and lies in its slot."""
     return f"{key}:op:{operation_id}"
 
 

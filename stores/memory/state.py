@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 
 from stores.base import StateStore, Versioned
 from stores.changes import ChangeSet, Key
-from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
+from stores.memory.data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
 from stores.records import decode
 from stores.shared_reads import SharedDecodes
 

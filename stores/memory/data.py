@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from stores.changes import ChangeSet, Key, Lease, Quota, merge_quotas
 from stores.errors import ConflictError, QuotaExceeded
-from stores.memory_leases import ScopeLeases
-from stores.memory_task_table import TaskTable
+from stores.memory.leases import ScopeLeases
+from stores.memory.task_table import TaskTable
 from stores.records import encode
 
 

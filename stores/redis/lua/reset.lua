@@ -4,7 +4,7 @@
 -- KEYS[1..7]  documents, versions, counters, expiries, owners, dependents, holds (see changes.lua)
 -- KEYS[8..14] data, info, seq, evictable, paused, stats, version of the partition's tasks (see expire_paused.lua)
 -- KEYS[15] KEYS[16] the partition's idempotency claims hash and claim expiries zset (see task_write.lua)
--- KEYS[17..]  the event streams of the tasks the caller saw, one per ARGV[2..] (stores/keys.py task_events)
+-- KEYS[17..]  the event streams of the tasks the caller saw, one per ARGV[2..] (stores/redis/keys.py task_events)
 -- ARGV[1]  now, ARGV[2..] the task fields the caller saw (HKEYS of KEYS[8]), in the order of their streams
 -- Every key is passed in KEYS: when a task was saved since the caller looked, its stream is not among them,
 -- and the script changes nothing and returns {"again"} (the caller looks again).

@@ -1,5 +1,5 @@
--- once.lua: runs a write script at most once per call (stores/redis_connection.py, once=True).
--- KEYS[#KEYS] appended by the caller: the call's operation key (stores/keys.py operation: named after the
+-- once.lua: runs a write script at most once per call (stores/redis/connection.py, once=True).
+-- KEYS[#KEYS] appended by the caller: the call's operation key (stores/redis/keys.py operation: named after the
 --          script's KEYS[1] and an operation id unique to the call, so in its slot), taken off KEYS before the
 --          script runs, so the script sees its own KEYS; no ARGV of its own (the script's are all its own).
 -- Defines once(run) -> run()'s reply, or the reply a first run of this call recorded.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stores import keys
 from stores.rate_counters import RateCounter, Window, WindowCount
-from stores.redis_connection import Connection
+from stores.redis import keys
+from stores.redis.connection import Connection
 
 
 class RedisRateCounter(RateCounter):

@@ -28,8 +28,8 @@ from stores.base import (
 from stores.changes import ChangeSet, Key
 from stores.errors import ClaimsFull, KeyClaimed, TaskConflict, TaskStoreFull, TaskTooLarge
 from stores.listing import CursorSigner, Row, select_page
-from stores.memory_data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
-from stores.memory_task_table import TaskTable
+from stores.memory.data import MemoryData, apply_changes, check_changes, prepare_changes, sweep
+from stores.memory.task_table import TaskTable
 from stores.records import decode, encode, expected_version, first_event_number
 from stores.shared_reads import SharedValues
 
@@ -265,7 +265,7 @@ class MemoryTaskStore(TaskStore):
 
     def _plan_eviction(self, prepared: PreparedSave, previous: Entry | None) -> list[TaskRef]:
         """Victims of the partition that make the save fit, oldest last update first; raises (changing
-        nothing) if none do. O(log n) per victim (stores/memory_task_table.py)."""
+        nothing) if none do. O(log n) per victim (stores/memory/task_table.py)."""
         tasks = self._data.tasks.get(prepared.partition)
         if tasks is None:
             return []

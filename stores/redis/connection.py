@@ -1,5 +1,5 @@
 """One Redis client shared by the Redis backend's stores: per-thread connections, a separate pool for blocking
-reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/lua``.
+reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/redis/lua``.
 The client is a single server's (``redis://``) or a Redis Cluster's (``redis+cluster://``, :func:`make_client`).
 
 Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
@@ -44,10 +44,10 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.commands.core import Script
 from redis.retry import Retry
 
-from stores import keys
-from stores.cluster_url import cluster_auth, cluster_hosts
 from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
+from stores.redis import keys
+from stores.redis.cluster_url import cluster_auth, cluster_hosts
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 # How often the cluster client itself sends a call again after a connection error, a timeout or a cluster
@@ -127,13 +127,13 @@ def _cluster_settings(url: str, socket_timeout: float, options: dict[str, Any]) 
 
 
 def cluster_nodes(url: str) -> list[ClusterNode]:
-    """The startup nodes of a cluster URL (:func:`stores.cluster_url.cluster_hosts`)."""
+    """The startup nodes of a cluster URL (:func:`stores.redis.cluster_url.cluster_hosts`)."""
     return [ClusterNode(host, port) for host, port in cluster_hosts(url)]  # type: ignore[no-untyped-call]
 
 
 def lua_source(*names: str) -> str:
-    """Concatenated script files from ``stores/lua`` (a shared prelude first, then the script)."""
-    folder = resources.files("stores") / "lua"
+    """Concatenated script files from ``stores/redis/lua`` (a shared prelude first, then the script)."""
+    folder = resources.files("stores.redis") / "lua"
     return "\n".join((folder / f"{name}.lua").read_text(encoding="utf-8") for name in names)
 
 

@@ -1,7 +1,7 @@
 -- scope_admit.lua: admit one scope to the scope registry (stores/scopes.py) in one atomic step: renew its
 -- lease, register it while there is room, or claim an idle scope's place for it. Touches the registry only
 -- (its own slot): deleting what a claimed scope held is a step of its own, in that scope's slot, and
--- scope_reclaimed.lua then gives its place away (stores/redis_scopes.py).
+-- scope_reclaimed.lua then gives its place away (stores/redis/scopes.py).
 -- KEYS[1]  registry sorted set: scope -> lease (seconds since the epoch); a scope being reclaimed is scored
 --          minus the end of its claim (negative: older than any lease)
 -- ARGV[1]  the scope, ARGV[2] now, ARGV[3] idle cutoff (now - idle seconds), ARGV[4] max scopes,

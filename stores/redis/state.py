@@ -8,13 +8,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from stores import keys
 from stores.base import StateStore, Versioned
 from stores.changes import ChangeSet, Key
 from stores.errors import StoreError
 from stores.records import decode
-from stores.redis_changes import change_args, raise_state_refusal, state_keys, text, written_versions
-from stores.redis_connection import Connection
+from stores.redis import keys
+from stores.redis.changes import change_args, raise_state_refusal, state_keys, text, written_versions
+from stores.redis.connection import Connection
 
 
 class RedisStateStore(StateStore):

@@ -1,4 +1,4 @@
--- scope_reclaimed.lua: finish a reclaim (stores/redis_scopes.py) once the claimed scope's keys are deleted:
+-- scope_reclaimed.lua: finish a reclaim (stores/redis/scopes.py) once the claimed scope's keys are deleted:
 -- take it out of the registry if the claim is still the caller's, then register the new scope if there is
 -- room. Touches the registry only.
 -- KEYS[1]  registry sorted set (see scope_admit.lua)

@@ -1,5 +1,5 @@
 """The Redis backend's scope registry (:mod:`stores.scopes`): one sorted set of leases, the deployment's one
-registry of scopes, in a slot of its own (``stores/keys.py`` ``scope_registry``).
+registry of scopes, in a slot of its own (``stores/redis/keys.py`` ``scope_registry``).
 
 No script touches the registry and a scope's keys together, so every step stays in one cluster slot. A
 reclaim is therefore three steps, each atomic in its slot:
@@ -19,9 +19,9 @@ claim and its delete (see docs/cluster.md).
 
 from __future__ import annotations
 
-from stores import keys
-from stores.redis_changes import text
-from stores.redis_connection import Connection
+from stores.redis import keys
+from stores.redis.changes import text
+from stores.redis.connection import Connection
 from stores.scopes import Admission, Clock, ScopeLimits, ScopeRegistry
 
 CLAIM_SECONDS = 30.0  # how long a claimed victim is refused while its reclaimer deletes it
