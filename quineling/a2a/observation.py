@@ -11,8 +11,8 @@ response. The bindings note the A2A method, the error a request is answered with
 The outcome label is ``ok`` or the A2A error reason the answer carries — a JSON-RPC error counts under its
 reason although it travels as HTTP 200. A retryable unavailability (HTTP 503 whose reason is the generic
 ``INTERNAL_ERROR``, e.g. Redis down) is ``UNAVAILABLE``, so outages and bugs are told apart; an error answered
-by no binding (a refusal of the Host guard) is ``HTTP_<status>``; a 404 or 405 outside the bindings is answered
-in the HTTP+JSON shape (``quineling.app``) and counts under its reason like the rest.
+by no binding (a 404 or 405 outside them, JSON without an A2A reason; a refusal of the Host guard) is
+``HTTP_<status>``.
 """
 
 from __future__ import annotations

@@ -316,8 +316,9 @@ def translate(exc: A2AClientError, *, settings: Settings, card: bool = False) ->
     message, hint = exc.message, exc.hint
     if isinstance(exc, InvalidCredentials):
         return CliError(errors.USAGE, message, hint=hint)
-    if card and isinstance(exc, AgentError) and exc.reason.startswith("HTTP "):
-        # No card where the reference points (404, a server error): the reference did not resolve.
+    if card and isinstance(exc, AgentError) and (exc.reason.startswith("HTTP ") or exc.http_status == 404):
+        # No card where the reference points (404, whatever its body says, or a server error without an A2A
+        # reason): the reference did not resolve.
         return CliError(
             errors.CARD_NOT_FOUND, message, hint=hint or "check -a/--agent-card", a2a_code=exc.a2a_code
         )

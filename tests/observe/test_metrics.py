@@ -72,7 +72,7 @@ def test_every_binding_and_outcome_is_labelled(client: Any) -> None:
         requests_total("discovery", "GetAgentCard", "ok"),
         requests_total("jsonrpc", "none", "INVALID_REQUEST"),
         requests_total("rest", "none", "METHOD_NOT_FOUND"),
-        requests_total("other", "none", "METHOD_NOT_FOUND"),  # in the JSON shape too
+        requests_total("other", "none", "HTTP_404"),
     )
     sent = client.post("/a2a/rest/message:send", json={"message": user_message(text(SQUARE_SUM))}, headers=V1)
     assert sent.status_code == 200
