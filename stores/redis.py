@@ -16,7 +16,13 @@ from stores.base import Backend, ScopeUsage, TaskDescriber, TaskLimits, TaskStor
 from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
 from stores.redis_changes import frees_at, state_keys, text
-from stores.redis_connection import CLUSTER_SCHEMES, Connection, make_lazy_client
+from stores.redis_connection import (
+    CLUSTER_SCHEMES,
+    DEFAULT_BLOCKING_CONNECTIONS,
+    DEFAULT_CONNECTIONS,
+    Connection,
+    make_lazy_client,
+)
 from stores.redis_rate_counters import RedisRateCounter
 from stores.redis_scopes import RedisScopeRegistry
 from stores.redis_state import RedisStateStore
@@ -42,6 +48,10 @@ class RedisBackend(Backend):
     blocks longer than ``max_block_seconds``. One pool with the longer timeout would let every ordinary call
     hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
 
+    A connection is held for one call only (:class:`~stores.redis_connection.Connection`): at most
+    ``connections`` ordinary calls and ``blocking_connections`` blocking reads are in flight at once, and each
+    pool holds at most that many connections (on a cluster, per node).
+
     ``observer`` hears of every round trip and failed call (:mod:`stores.observer`; the app counts them).
     """
 
@@ -58,6 +68,8 @@ class RedisBackend(Backend):
         socket_connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         socket_timeout: float = DEFAULT_TIMEOUT,
         max_block_seconds: float = DEFAULT_MAX_BLOCK,
+        connections: int = DEFAULT_CONNECTIONS,
+        blocking_connections: int = DEFAULT_BLOCKING_CONNECTIONS,
         observer: StoreObserver = UNOBSERVED,
         **client_options: Any,
     ) -> None:
@@ -73,14 +85,28 @@ class RedisBackend(Backend):
             # retry=None: redis-py repeats no call by itself (Connection decides what may be repeated).
             options = {"socket_connect_timeout": socket_connect_timeout, "retry": None, **client_options}
             # A cluster's clients are made on first use: one that is down must not stop a server's start.
-            client = make_lazy_client(url, socket_timeout=socket_timeout, **options)
-            blocking = make_lazy_client(url, socket_timeout=max_block_seconds + socket_timeout, **options)
+            client = make_lazy_client(
+                url, socket_timeout=socket_timeout, max_connections=connections, **options
+            )
+            blocking = make_lazy_client(
+                url,
+                socket_timeout=max_block_seconds + socket_timeout,
+                max_connections=blocking_connections,
+                **options,
+            )
         self.url = url
         self.prefix = prefix
         self.events_maxlen = events_maxlen
         self.events_ttl_seconds = events_ttl_seconds
         self.max_block_seconds = max_block_seconds
-        self.connection = Connection(client, blocking, observer)
+        self.connection = Connection(
+            client,
+            blocking,
+            observer,
+            connections=connections,
+            blocking_connections=blocking_connections,
+            wait=socket_timeout,
+        )
         self._state = RedisStateStore(self.connection, prefix)
         # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
         # nothing more. reset is sent once=True: between a lost reply and a plain repeat, new writes could
