@@ -347,7 +347,11 @@ class Connection:
     def _take(self, lent: _Lent, shared: Any) -> Any:
         """A client holding a connection of ``shared``'s pool for one call (give it back with :meth:`_give`)."""
         if lent.generation != _fork_generation:  # a forked child: its parent's connections are not its own
-            lent.idle, lent.gate, lent.generation = [], threading.BoundedSemaphore(lent.size), _fork_generation
+            lent.idle, lent.gate, lent.generation = (
+                [],
+                threading.BoundedSemaphore(lent.size),
+                _fork_generation,
+            )
         if not lent.gate.acquire(timeout=self._wait):
             raise rex.MaxConnectionsError(
                 f"all {lent.size} Redis connections stayed busy for {self._wait:g} s"

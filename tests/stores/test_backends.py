@@ -112,6 +112,7 @@ def test_a_connection_is_held_for_one_call_only(monkeypatch: pytest.MonkeyPatch)
     import threading
 
     import fakeredis
+
     import stores.redis_connection as redis_backend
 
     backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="lent", connections=2)
