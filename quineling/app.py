@@ -245,6 +245,8 @@ def _store_options(settings: Settings) -> dict[str, Any]:
         "socket_connect_timeout": settings.redis_connect_timeout_seconds,
         "socket_timeout": settings.redis_timeout_seconds,
         "max_block_seconds": settings.keepalive_seconds,
+        "connections": settings.store_connections,
+        "blocking_connections": settings.blocking_store_limit,
         **store_tls_options(settings),
     }
 

@@ -114,9 +114,9 @@ class LazyCluster:
 def _cluster_settings(url: str, socket_timeout: float, options: dict[str, Any]) -> dict[str, Any]:
     scheme = url.split("://", 1)[0].lower()
     settings: dict[str, Any] = {
-        # max_connections: not the node pools' (the client also takes connections of its own, to read the slot
-        # map); the gates of Connection bound the calls in flight, and so each node's connections in use.
-        **{name: value for name, value in options.items() if name not in ("retry", "max_connections")},
+        # max_connections: each node's pool's (redis-py's default is 100); the gates of Connection bound the
+        # calls in flight to it, so a node's pool never runs out.
+        **{name: value for name, value in options.items() if name != "retry"},
         **cluster_auth(url),
         "ssl": scheme == "rediss+cluster",
         "socket_timeout": socket_timeout,
