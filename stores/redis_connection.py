@@ -58,6 +58,20 @@ CLUSTER_RETRIES = 2
 CLUSTER_BACKOFF = ExponentialBackoff(cap=0.5, base=0.05)
 
 
+class _Cluster(RedisCluster):
+    """redis-py's cluster client, except that it finds the keys of an XREAD itself: redis-py asks a node for
+    them (COMMAND GETKEYS, XREAD's keys being movable) before every read, a second round trip for every poll
+    of every open stream."""
+
+    def _get_command_keys(self, *args: Any) -> Any:
+        if str(args[0]).upper() == "XREAD":
+            words = [arg.upper() if isinstance(arg, str) else arg for arg in args]
+            if "STREAMS" in words:  # XREAD [COUNT n] [BLOCK ms] STREAMS key... id...
+                streams = args[words.index("STREAMS") + 1 :]
+                return list(streams[: len(streams) // 2])
+        return super()._get_command_keys(*args)  # type: ignore[no-untyped-call]
+
+
 def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     """The redis-py client for a store URL: ``redis://``, ``rediss://``, ``unix://`` (one server) or
     ``redis+cluster://[user:password@]host:port[,host:port...]`` and ``rediss+cluster://`` (TLS): a Redis
@@ -66,7 +80,7 @@ def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     scheme = url.split("://", 1)[0].lower()
     if scheme not in CLUSTER_SCHEMES:
         return redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
-    return RedisCluster(startup_nodes=cluster_nodes(url), **_cluster_settings(url, socket_timeout, options))
+    return _Cluster(startup_nodes=cluster_nodes(url), **_cluster_settings(url, socket_timeout, options))
 
 
 def make_lazy_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
@@ -74,7 +88,7 @@ def make_lazy_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     if url.split("://", 1)[0].lower() not in CLUSTER_SCHEMES:
         return make_client(url, socket_timeout=socket_timeout, **options)
     nodes, settings = cluster_nodes(url), _cluster_settings(url, socket_timeout, options)
-    return LazyCluster(lambda: RedisCluster(startup_nodes=nodes, **settings))
+    return LazyCluster(lambda: _Cluster(startup_nodes=nodes, **settings))
 
 
 class LazyCluster:

@@ -23,7 +23,7 @@ from tests.e2e.test_stream_flood import Stream, waiting_task
 from tests.support.live import LiveServer, live_server
 
 pytestmark = pytest.mark.slow
-STREAMS, CLIENTS, PROBES = 500, 1000, 100
+STREAMS, CLIENTS, PROBES = 500, 1000, 200
 DESCRIPTORS = STREAMS + CLIENTS + 200  # this process's sockets, and the worker's (which inherits the limit)
 
 
@@ -39,7 +39,9 @@ def enough_descriptors() -> Iterator[None]:
 
 
 def get_task_request(task_id: str, number: int) -> bytes:
-    body = json.dumps({"jsonrpc": "2.0", "id": number, "method": "GetTask", "params": {"id": task_id}}).encode()
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": number, "method": "GetTask", "params": {"id": task_id}}
+    ).encode()
     return (
         b"POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
@@ -102,7 +104,9 @@ def ready(server: LiveServer) -> int:
 
 
 def ok(answers: list[tuple[int, bytes]], task_id: str) -> bool:
-    return all(status == 200 and json.loads(body).get("result", {}).get("id") == task_id for status, body in answers)
+    return all(
+        status == 200 and json.loads(body).get("result", {}).get("id") == task_id for status, body in answers
+    )
 
 
 @pytest.mark.parametrize("kind", REDIS_STORES)
