@@ -86,7 +86,7 @@ def probe_seconds(server: LiveServer, task_id: str) -> list[float]:
     """GetTask after GetTask on one kept-alive connection, each one's time to its whole answer."""
     times = []
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        for number in range(PROBES):
+        for _ in range(PROBES):
             start = time.monotonic()
             ((status, body),) = get_tasks([sock], task_id)
             times.append(time.monotonic() - start)
