@@ -34,6 +34,12 @@ from stores.scopes import Clock, ScopeLimits
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_MAX_BLOCK = 15.0  # the longest a blocking event read waits on the server (the keep-alive period)
+# What /readyz and the start-up log say of a Redis that keeps its data in memory only.
+NO_PERSISTENCE = (
+    "Redis persists nothing (neither AOF nor RDB): a restart of Redis loses every task, event, runtime "
+    "document and idempotency receipt, so a keyed send retried after it runs again; turn on appendonly "
+    '(docs/deployment.md, "Persistence and backup")'
+)
 RESET_ATTEMPTS = 5  # a reset looks again at a scope's tasks when one was saved between its look and its run
 
 
@@ -114,6 +120,7 @@ class RedisBackend(Backend):
         self._usage = self.connection.script("changes", "scope_report", "usage", repeatable=True)
         self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=True, once=True)
         self._rate_counter = RedisRateCounter(self.connection, prefix)
+        self._warnings: list[str] | None = None  # known once the server has answered (see warnings)
 
     def state_store(self, clock: Callable[[], float] | None = None) -> RedisStateStore:
         return self._state if clock is None else self._state.with_clock(clock)
@@ -196,8 +203,50 @@ class RedisBackend(Backend):
     def round_trips(self) -> int:
         return self.connection.round_trips
 
+    def persistence(self) -> set[str]:
+        """How the Redis in use keeps its data across a restart: ``{"aof"}``, ``{"rdb"}``, both, or nothing (a
+        restart loses everything); on a cluster, what every primary does. ``CONFIG GET`` each of them: a
+        :class:`StoreError` when it is refused (a managed Redis, an ACL), :class:`StoreUnavailable` when a
+        server cannot be reached."""
+        nodes = self.connection.shared.get_primaries() if self.connection.cluster else [None]
+        kept: set[str] | None = None
+        for node in nodes:
+            target = {} if node is None else {"target_nodes": node}
+            appendonly = self.connection.command("config_get", "appendonly", repeatable=True, **target)
+            save = self.connection.command("config_get", "save", repeatable=True, **target)
+            here = {"aof"} if text(_config_value(appendonly, "appendonly")) == "yes" else set()
+            if text(_config_value(save, "save")).strip():
+                here.add("rdb")
+            kept = here if kept is None else kept & here
+        return kept or set()
+
+    def warnings(self) -> list[str]:
+        """A Redis that persists nothing (neither AOF nor RDB), or one whose persistence cannot be told (its
+        ``CONFIG GET`` refused). Asked once the server answers, then kept."""
+        if self._warnings is None:
+            try:
+                kept = self.persistence()
+            except StoreUnavailable:
+                return []  # asked again next time; /readyz answers 503 meanwhile anyway
+            except StoreError as error:
+                self._warnings = [
+                    f"cannot tell whether Redis persists its data (CONFIG GET refused: {error}); without AOF "
+                    "or RDB a restart of Redis loses every task and acknowledged write (docs/deployment.md, "
+                    '"Persistence and backup")'
+                ]
+            else:
+                self._warnings = [] if kept else [NO_PERSISTENCE]
+        return list(self._warnings)
+
     def close(self) -> None:
         self.connection.close()
+
+
+def _config_value(reply: Any, name: str) -> Any:
+    """One setting of a CONFIG GET reply (a mapping; on a cluster node possibly keyed by bytes)."""
+    if isinstance(reply, dict):
+        return reply.get(name, reply.get(name.encode(), b""))
+    return b""
 
 
 def _usage(scope: str, reply: Any) -> ScopeUsage:
