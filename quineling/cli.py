@@ -18,6 +18,7 @@ def serve(args: argparse.Namespace) -> int:
     from gunicorn.app.base import BaseApplication
 
     from quineling.config import ConfigError, gunicorn_options, load_settings
+    from quineling.open_files import ensure_or_exit
 
     if args.port is not None:
         os.environ["QUINELING_A2A_PORT"] = str(args.port)
@@ -25,10 +26,12 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["QUINELING_A2A_HOST"] = args.host
     try:
         # Validate here, naming the bad variable, rather than inside a worker.
-        options = gunicorn_options(load_settings())
+        settings = load_settings()
+        options = gunicorn_options(settings)
     except ConfigError as exc:
         print(f"quineling: {exc}", file=sys.stderr)
         return 2
+    ensure_or_exit(settings)  # enough open files for the bounds, or exit 3 saying so (docs/deployment.md)
 
     class Server(BaseApplication):
         def load_config(self) -> None:
