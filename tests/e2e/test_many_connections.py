@@ -113,8 +113,10 @@ def ok(answers: list[tuple[int, bytes]], task_id: str) -> bool:
 def test_a_thousand_clients_and_500_streams_on_one_worker(kind: str, request: pytest.FixtureRequest) -> None:
     opened: list[socket.socket] = []
     request.addfinalizer(lambda: [sock.close() for sock in opened])
-    settings: dict[str, str | int] = {"worker_connections": STREAMS + CLIENTS + 100, "max_streams": STREAMS}
-    with live_server(store_url=store_url(kind), workers=1, tenants="", **settings) as server:
+    connections = STREAMS + CLIENTS + 100
+    with live_server(
+        store_url=store_url(kind), workers=1, tenants="", worker_connections=connections, max_streams=STREAMS
+    ) as server:
         task_id = waiting_task(server)
         streams = [Stream(server, task_id) for _ in range(STREAMS)]
         opened.extend(stream.sock for stream in streams)
