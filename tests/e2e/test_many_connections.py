@@ -65,13 +65,12 @@ def get_tasks(socks: list[socket.socket], task_id: str, budget: float = 30) -> l
     with selectors.DefaultSelector() as selector:
         for number, sock in enumerate(socks):
             sock.sendall(get_task_request(task_id, number))
-            selector.register(sock, selectors.EVENT_READ)
+            selector.register(sock, selectors.EVENT_READ, sock)
         deadline = time.monotonic() + budget
         while len(done) < len(socks):
             assert time.monotonic() < deadline, f"{len(socks) - len(done)} GetTasks unanswered"
             for key, _ in selector.select(timeout=1):
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
+                sock = key.data
                 chunk = sock.recv(65536)
                 assert chunk, "a kept-alive connection was closed"
                 received[sock] += chunk
@@ -112,7 +111,12 @@ def ok(answers: list[tuple[int, bytes]], task_id: str) -> bool:
 @pytest.mark.parametrize("kind", REDIS_STORES)
 def test_a_thousand_clients_and_500_streams_on_one_worker(kind: str, request: pytest.FixtureRequest) -> None:
     opened: list[socket.socket] = []
-    request.addfinalizer(lambda: [sock.close() for sock in opened])
+
+    def close_all() -> None:
+        for sock in opened:
+            sock.close()
+
+    request.addfinalizer(close_all)
     connections = STREAMS + CLIENTS + 100
     with live_server(
         store_url=store_url(kind), workers=1, tenants="", worker_connections=connections, max_streams=STREAMS
