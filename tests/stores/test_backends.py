@@ -132,11 +132,14 @@ def test_a_connection_is_held_for_one_call_only(monkeypatch: pytest.MonkeyPatch)
     for client in held:
         conn._give(lent, client)
     backend.ping()  # one came free
-    blocking = conn._blocking_calls  # requests never wait behind blocking reads: a pool of their own
-    waiting = [conn._take(blocking, conn._blocking) for _ in range(blocking.size)]
-    backend.ping()
+    # Requests never wait behind blocking reads: those lend from a pool of their own.
+    two = redis_backend.Connection(
+        fakeredis.FakeRedis(), fakeredis.FakeRedis(), connections=1, blocking_connections=3, wait=0.05
+    )
+    waiting = [two._take(two._blocking_calls, two._blocking) for _ in range(3)]
+    assert two.command("ping", repeatable=True)
     for client in waiting:
-        conn._give(blocking, client)
+        two._give(two._blocking_calls, client)
     assert len(lent.idle) == 2 and lent.gate.acquire(blocking=False)  # every permit came back
     lent.gate.release()
     monkeypatch.setattr(redis_backend, "_fork_generation", redis_backend._fork_generation + 1)
