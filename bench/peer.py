@@ -73,7 +73,7 @@ def local_store_pids(store_url: str) -> list[int]:
     for the memory store or a remote Redis."""
     import redis
 
-    from stores.cluster_url import cluster_auth, cluster_hosts
+    from stores.redis.cluster_url import cluster_auth, cluster_hosts
 
     if store_url.startswith(("redis+cluster://", "rediss+cluster://")):
         auth = cluster_auth(store_url)
@@ -254,8 +254,8 @@ def store_url_of(setup: dict[str, Any], redis_url: str, cluster_url: str) -> str
 
 def forget(cluster_url: str, prefix: str) -> None:
     """Delete every key under ``prefix`` on every primary of a cluster that other users share (no FLUSHALL)."""
-    from stores import keys
-    from stores.redis_connection import make_client
+    from stores.redis import keys
+    from stores.redis.connection import make_client
 
     client = make_client(cluster_url, socket_timeout=10.0)
     try:  # a cluster client's scan_iter walks every primary

@@ -186,7 +186,7 @@ def load(port: int, make_body: Callable[[int], bytes], concurrency: int, seconds
                 call(conn, body)
                 if start >= measure_from:
                     latencies[index].append(time.perf_counter() - start)
-        except BaseException as exc:  # reported below; the run is then not trusted
+        except BaseException as exc:  # noqa: BLE001 - reported below; the run is then not trusted
             errors.append(exc)
         finally:
             conn.close()

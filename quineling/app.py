@@ -39,6 +39,7 @@ from quineling.observe import metrics
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
+from quineling.version import __version__
 from stores import backend_from_url
 from stores.base import Backend, StateStore, TaskLimits, TaskStore
 from stores.cache import CachingStateStore
@@ -305,7 +306,7 @@ def _runtime(settings: Settings, backend: Backend) -> Runtime:
 def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None) -> None:
     @app.get(HEALTH_PATH)
     def healthz() -> Response:
-        return jsonify(status="ok")
+        return jsonify(status="ok", version=__version__)
 
     @app.get(READY_PATH)
     def readyz() -> tuple[Response, int]:

@@ -39,7 +39,7 @@ class Settings:
     # Documents each worker keeps from a network store (see stores/cache.py); 0 turns the cache off.
     read_cache_entries: int = 4096
     # Redis deadlines: to connect, and for each reply (a blocking event read gets the keep-alive period on
-    # top; stores/redis.py). A stalled server fails a request after this long instead of holding it.
+    # top; stores/redis/store.py). A stalled server fails a request after this long instead of holding it.
     redis_connect_timeout_seconds: float = 2.0
     redis_timeout_seconds: float = 5.0
     # CA certificates (a PEM file) a TLS store URL's server certificate must chain to; empty: the system's
@@ -103,6 +103,9 @@ class Settings:
     rate_limit: str = ""
     # Proxies (CIDRs) whose X-Forwarded-For names the client; by default none, so the peer is the client.
     trusted_proxies: str = ""
+    # gunicorn's control socket (for gunicornc): a path, or empty for none. gunicorn's default is one fixed path
+    # per user, which two servers on one host would take from each other.
+    control_socket: str = ""
 
     @property
     def stream_limit(self) -> int:
@@ -592,11 +595,19 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # gunicorn sets up its logging).
         "logger_class": "quineling.observe.gunicorn_log.QuinelingLogger",
         "loglevel": settings.log_level,
+        **_control_socket(settings),
         **_starting_hooks(settings),
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads
     return options
+
+
+def _control_socket(settings: Settings) -> dict[str, Any]:
+    """No control socket unless one is named: each server gets its own path or none at all."""
+    if settings.control_socket:
+        return {"control_socket": settings.control_socket, "control_socket_disable": False}
+    return {"control_socket_disable": True}
 
 
 # gunicorn's request of each WSGI input stream being served (environ["wsgi.input"] is the request's body), so

@@ -96,7 +96,7 @@ class LeanGeventWorker(GeventWorker):
         except OSError as exc:
             if exc.errno not in _QUIET_ERRNOS:
                 self.log.exception("Socket error processing request.")
-        except Exception as exc:  # the lean path's own fault: gunicorn's 500, then the connection closes
+        except Exception as exc:  # noqa: BLE001 - the lean path's own fault: gunicorn's 500, then the connection closes
             self.handle_error(None, client, addr, exc)
         finally:  # also when the greenlet is killed (a stop past graceful_timeout)
             if handoff is None:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from stores.cluster_url import cluster_hosts
+from stores.redis.cluster_url import cluster_hosts
 
 EXIT_STATUS = 3
 # Descriptors a worker holds besides its clients' and the store's: the listening socket, stdio and logs, the

@@ -11,13 +11,12 @@ when it does.
 from __future__ import annotations
 
 import socket
-from importlib import metadata
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from stores.cluster_url import cluster_hosts
+from quineling.version import __version__
+from stores.redis.cluster_url import cluster_hosts
 
-PACKAGE = "quineling-a2a"
 SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "pwd", "token", "secret"})
 
 
@@ -71,10 +70,7 @@ def redacted_url(url: str) -> str:
 
 
 def version() -> str:
-    try:
-        return metadata.version(PACKAGE)
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
+    return __version__
 
 
 def _auth_mode(facts: Facts) -> str:

@@ -2,7 +2,7 @@
 
 A window starts with an identity's first request in it and lasts its ``seconds``; every request in it, allowed
 or refused, counts (so a client that keeps sending while refused does not get through sooner). The Redis
-counter (:mod:`stores.redis_rate_counters`) counts all windows of one request in one atomic script, so
+counter (:mod:`stores.redis.rate_counters`) counts all windows of one request in one atomic script, so
 concurrent requests from any worker of any host get exact, distinct counts; the memory counter keeps them in
 the one process of ``memory://``.
 """

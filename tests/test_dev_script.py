@@ -52,7 +52,7 @@ def test_usage_exits_0_without_bootstrapping(project: Path, args: tuple[str, ...
     done = dev(project, *args)
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith("Usage: ./dev TASK [ARGS]\n")
-    for task in ("serve", "test", "lint", "bench", "help"):
+    for task in ("serve", "quineling", "test", "lint", "bench", "help"):
         assert f"\n  {task} " in done.stdout
     assert "#" not in done.stdout  # clean text, not the script's comment lines
     assert not (project / ".venv").exists()
@@ -121,6 +121,15 @@ def test_the_whole_suite_runs_on_workers_and_args_run_as_given(project: Path) ->
     assert workers.stdout == "fake python: -m pytest -n 6\n"
     single = dev(project, "test", "tests/a.py::test_b", "-s")
     assert single.stdout == "fake python: -m pytest tests/a.py::test_b -s\n"
+
+
+def test_quineling_passes_every_argument_to_the_venvs_command_line(project: Path) -> None:
+    """The README's `./dev quineling …` lines work in a fresh shell: no venv to activate, arguments as given."""
+    done = dev(
+        project, "quineling", "send", "-a", "127.0.0.1:8049", "[2,3] | sum", QUINELING_DEV_FAKE_INSTALL="0"
+    )
+    assert done.returncode == 0
+    assert done.stdout == "fake quineling: send -a 127.0.0.1:8049 [2,3] | sum\n"
 
 
 def test_changing_pyproject_reinstalls(project: Path) -> None:

@@ -1,6 +1,7 @@
-"""Dependencies point one way. Layers, lowest first: ``stores`` (knows nothing of quineling), the runtime
-(pure: no backend, Flask or marshmallow), settings, the protocol (never reaches into a backend), then the
-composition root (``quineling.app``), the command line and ``wsgi.py``. A module never imports a higher
+"""Dependencies point one way. Layers, lowest first: ``stores`` (knows nothing of quineling); the protocol's
+vocabulary (``quineling.protocol``: states, the error table, the v0.3 names; standard library only) beside
+the runtime (pure: no backend, Flask or marshmallow); settings; the protocol server and the client (never
+reaching into a backend); then the composition root (``quineling.app``), the command line and ``wsgi.py``. A module never imports a higher
 layer, and no package has an import cycle, counting imports inside functions too (an import moved into a
 function to dodge a cycle is still a cycle)."""
 
@@ -20,6 +21,12 @@ SOURCES = [
 
 RULES = {
     "stores": ("quineling", "flask", "flask_smorest", "marshmallow"),
+    # The vocabulary the server, the client and the command line share: nothing of any of them, no web
+    # framework, no HTTP client, no store.
+    "quineling/protocol": ("flask", "werkzeug", "flask_smorest", "marshmallow", "httpx", "httpx_sse", "redis",
+                           "fakeredis", "stores", "quineling.a2a", "quineling.client", "quineling.cli",
+                           "quineling.cli_a2a", "quineling.app", "quineling.auth", "quineling.config",
+                           "quineling.observe", "quineling.runtime"),
     "quineling/runtime": ("flask", "flask_smorest", "marshmallow", "redis", "stores.memory", "stores.redis",
                           "quineling.a2a", "quineling.app"),
     "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
@@ -30,7 +37,7 @@ RULES = {
     # The client calls other agents: no web framework and nothing of this server; shared state goes through
     # the stores layer's public surface (never a backend module, never the Redis driver itself).
     "quineling/client": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "fakeredis",
-                         "stores.memory", "stores.redis", "stores.redis_connection", "quineling.a2a",
+                         "stores.memory", "stores.redis", "stores.redis.connection", "quineling.a2a",
                          "quineling.app", "quineling.auth", "quineling.config", "quineling.runtime", "quineling.cli"),
 }  # fmt: skip
 # The runtime's zero-argument default store is the embedded memory backend, imported lazily in one place.
@@ -40,6 +47,8 @@ ALLOWED = {("quineling/runtime/runtime.py", "stores.memory")}
 # layer (the same layer only inside one package, which the cycle check covers).
 LAYERS = {
     "stores": 0,
+    "quineling.version": 0,  # the package version: a constant, imports nothing; any layer may report it
+    "quineling.protocol": 1,  # the shared vocabulary: standard library only
     "quineling.runtime": 1,
     "quineling.config": 2,
     "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only
@@ -171,3 +180,6 @@ def test_the_checks_can_fail() -> None:
     assert forbidden("quineling.a2a.service", RULES["quineling/client"])
     assert forbidden("flask", RULES["quineling/client"])
     assert not forbidden("stores", RULES["quineling/client"])
+    assert forbidden("quineling.client.v03", RULES["quineling/protocol"])
+    assert forbidden("httpx", RULES["quineling/protocol"])
+    assert layer("quineling.protocol.v03") < layer("quineling.a2a.errors")  # type: ignore[operator]

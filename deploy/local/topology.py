@@ -25,6 +25,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -336,11 +337,8 @@ class Topology:
     def app_env(self, app: str) -> dict[str, str]:
         self.token  # noqa: B018 - makes sure the keys file exists before the hosts read it
         env = {k: v for k, v in os.environ.items() if not k.startswith("QUINELING_")}
-        runtime = self.state / app  # gunicorn's control socket, one per host rather than one in $HOME
-        runtime.mkdir(parents=True, exist_ok=True)
         env.update(
             PYTHONPATH=str(ROOT),
-            XDG_RUNTIME_DIR=str(runtime),
             QUINELING_A2A_HOST=self.address(app),
             QUINELING_A2A_PORT=str(APP_PORT),
             QUINELING_BASE_URL=self.balancer_url,
@@ -431,6 +429,11 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
+def down_command(prefix: str) -> str:
+    """The command that removes the topology of ``prefix`` — not the default one — run as this one was run."""
+    return shlex.join([sys.executable, sys.argv[0], "down", "--prefix", prefix])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -454,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"balancer: {topology.balancer_url}  (card: {topology.balancer_url}/.well-known/agent-card.json)"
             )
             print(f"token (principal 'operator'): {topology.token}")
-            print(f"logs: {topology.state}/*.log and {topology.access_log}; stop with: {sys.argv[0]} down")
+            print(f"logs: {topology.state}/*.log and {topology.access_log}")
+            print(f"stop with: {down_command(topology.prefix)}")
         elif args.action == "down":
             topology.down()
         else:

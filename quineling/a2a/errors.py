@@ -11,25 +11,26 @@ from typing import Any, ClassVar
 
 from werkzeug.exceptions import HTTPException
 
+from quineling.protocol import errors as table
+from quineling.protocol.errors import ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorSpec
 from stores.errors import ClaimsFull, StoreError, StoreUnavailable, TaskStoreFull, TaskTooLarge
 
 log = logging.getLogger(__name__)
 
-ERROR_DOMAIN = "a2a-protocol.org"
-ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+__all__ = ["ERROR_DOMAIN", "ERROR_INFO_TYPE"]  # re-exported: the server's modules read them from here
 
 
 class A2AError(Exception):
-    """Root of the protocol errors. Subclasses set the class attributes below (the A2A 1.0.1 error table;
-    docs/decisions-a2a.md, "Where the protocol's sources disagree"). ``http_status`` given to one error
-    overrides the class's for it alone (a REST routing or media-type failure), as ``status_code``."""
+    """Root of the protocol errors. Each subclass names its row of the error table
+    (:mod:`quineling.protocol.errors`), which sets the class attributes below. ``http_status`` given to one
+    error overrides the class's for it alone (a REST routing or media-type failure), as ``status_code``."""
 
-    code: ClassVar[int] = -32603
-    http_status: ClassVar[int] = 500
-    status: ClassVar[str] = "INTERNAL"
-    reason: ClassVar[str] = "INTERNAL_ERROR"
-    default_message: ClassVar[str] = "Internal error"
-    # The nine A2A errors always carry an ErrorInfo in JSON-RPC ``error.data``; a JSON-RPC standard error
+    code: ClassVar[int] = table.INTERNAL_ERROR.code
+    http_status: ClassVar[int] = table.INTERNAL_ERROR.http_status
+    status: ClassVar[str] = table.INTERNAL_ERROR.status
+    reason: ClassVar[str] = table.INTERNAL_ERROR.reason
+    default_message: ClassVar[str] = table.INTERNAL_ERROR.default_message
+    # The nine A2A errors (``spec.a2a``) always carry an ErrorInfo in JSON-RPC ``error.data``; a JSON-RPC standard error
     # carries one only when it has metadata (e.g. ``retryable``), and REST bodies always carry one
     # (docs/decisions-a2a.md, as above).
     a2a: ClassVar[bool] = False
@@ -48,6 +49,12 @@ class A2AError(Exception):
         self.metadata = {k: str(v) for k, v in (metadata or {}).items()}
         self.status_code = http_status or type(self).http_status
         super().__init__(self.message)
+
+    def __init_subclass__(cls, spec: ErrorSpec | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if spec is not None:
+            cls.code, cls.http_status, cls.status = spec.code, spec.http_status, spec.status
+            cls.reason, cls.default_message, cls.a2a = spec.reason, spec.default_message, spec.a2a
 
     def error_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": self.reason, "domain": ERROR_DOMAIN}
@@ -77,42 +84,35 @@ class A2AError(Exception):
 # --- JSON-RPC standard errors ------------------------------------------------------------------------
 
 
-class JSONParseError(A2AError):
-    code, http_status, status, reason = -32700, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"
-    default_message = "Invalid JSON payload"
+class JSONParseError(A2AError, spec=table.PARSE_ERROR):
+    """The body is not JSON."""
 
 
-class InvalidRequestError(A2AError):
-    code, http_status, status, reason = -32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"
-    default_message = "Request payload validation error"
+class InvalidRequestError(A2AError, spec=table.INVALID_REQUEST):
+    """Not a JSON-RPC request, or a request the HTTP layer refuses."""
 
 
-class MethodNotFoundError(A2AError):
-    code, http_status, status, reason = -32601, 404, "NOT_FOUND", "METHOD_NOT_FOUND"
-    default_message = "Method not found"
+class MethodNotFoundError(A2AError, spec=table.METHOD_NOT_FOUND):
+    """No such method (or route)."""
 
 
-class InvalidParamsError(A2AError):
-    code, http_status, status, reason = -32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"
-    default_message = "Invalid parameters"
+class InvalidParamsError(A2AError, spec=table.INVALID_PARAMS):
+    """The parameters break the protocol's shapes."""
 
 
-class InternalError(A2AError):
-    code, http_status, status, reason = -32603, 500, "INTERNAL", "INTERNAL_ERROR"
-    default_message = "Internal error"
+class InternalError(A2AError, spec=table.INTERNAL_ERROR):
+    """A failure of the agent itself."""
 
 
 RETRY_AFTER_SECONDS = 1  # what an outage answer suggests: Redis restarts, fails over or resumes in seconds
 
 
-class UnavailableError(InternalError):
+class UnavailableError(InternalError, spec=table.UNAVAILABLE):
     """A transient failure of what the agent depends on (its storage): JSON-RPC -32603 like any internal
     error, HTTP 503 with ``Retry-After``, and always ``metadata.retryable = "true"`` and
     ``metadata.retryAfterSeconds`` so JSON-RPC clients can tell it apart (docs/decisions-a2a.md, "Storage
     outages")."""
 
-    http_status, status = 503, "UNAVAILABLE"
-    default_message = "Storage is unavailable; retry later"
     retry_after = RETRY_AFTER_SECONDS
 
     def __init__(
@@ -132,55 +132,40 @@ class UnavailableError(InternalError):
 # --- A2A errors ----------------------------------------------------------------------------------------
 
 
-class _A2ASpecific(A2AError):
-    a2a = True
+class TaskNotFoundError(A2AError, spec=table.TASK_NOT_FOUND):
+    """No such task, or none the caller may see."""
 
 
-class TaskNotFoundError(_A2ASpecific):
-    code, http_status, status, reason = -32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"
-    default_message = "Task not found"
+class TaskNotCancelableError(A2AError, spec=table.TASK_NOT_CANCELABLE):
+    """The task is in a state that cannot be canceled."""
 
 
-class TaskNotCancelableError(_A2ASpecific):
-    code, http_status, status, reason = -32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE"
-    default_message = "Task cannot be canceled"
+class PushNotificationNotSupportedError(A2AError, spec=table.PUSH_NOTIFICATION_NOT_SUPPORTED):
+    """The agent offers no push notifications."""
 
 
-class PushNotificationNotSupportedError(_A2ASpecific):
-    code, http_status, status = -32003, 400, "FAILED_PRECONDITION"
-    reason = "PUSH_NOTIFICATION_NOT_SUPPORTED"
-    default_message = "Push Notification is not supported"
+class UnsupportedOperationError(A2AError, spec=table.UNSUPPORTED_OPERATION):
+    """The agent does not offer this operation."""
 
 
-class UnsupportedOperationError(_A2ASpecific):
-    code, http_status, status, reason = -32004, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"
-    default_message = "This operation is not supported"
+class ContentTypeNotSupportedError(A2AError, spec=table.CONTENT_TYPE_NOT_SUPPORTED):
+    """The agent accepts none of the requested media types."""
 
 
-class ContentTypeNotSupportedError(_A2ASpecific):
-    code, http_status, status, reason = -32005, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED"
-    default_message = "Incompatible content types"
+class InvalidAgentResponseError(A2AError, spec=table.INVALID_AGENT_RESPONSE):
+    """The agent produced a result the protocol cannot carry."""
 
 
-class InvalidAgentResponseError(_A2ASpecific):
-    code, http_status, status, reason = -32006, 500, "INTERNAL", "INVALID_AGENT_RESPONSE"
-    default_message = "Invalid agent response type"
+class ExtendedAgentCardNotConfiguredError(A2AError, spec=table.EXTENDED_AGENT_CARD_NOT_CONFIGURED):
+    """The agent has no extended card."""
 
 
-class ExtendedAgentCardNotConfiguredError(_A2ASpecific):
-    code, http_status, status = -32007, 400, "FAILED_PRECONDITION"
-    reason = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
-    default_message = "Extended Agent Card not configured"
+class ExtensionSupportRequiredError(A2AError, spec=table.EXTENSION_SUPPORT_REQUIRED):
+    """The agent requires an extension the client did not declare."""
 
 
-class ExtensionSupportRequiredError(_A2ASpecific):
-    code, http_status, status, reason = -32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED"
-    default_message = "Extension support required"
-
-
-class VersionNotSupportedError(_A2ASpecific):
-    code, http_status, status, reason = -32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"
-    default_message = "Version not supported"
+class VersionNotSupportedError(A2AError, spec=table.VERSION_NOT_SUPPORTED):
+    """The agent does not speak the requested protocol version."""
 
 
 def _concrete(cls: type[A2AError]) -> list[type[A2AError]]:

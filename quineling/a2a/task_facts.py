@@ -7,10 +7,11 @@ from typing import Any
 
 from quineling.a2a import wire
 from quineling.a2a.generations import generation_of
+from quineling.protocol.states import INTERRUPTED_STATES
 from stores.base import Lifecycle, TaskFacts
 
 # A paused task waits for its caller: evictable, and dropped after the paused-task lifetime.
-PAUSED = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
+PAUSED = INTERRUPTED_STATES
 
 
 def lifecycle_of(state: str | None) -> Lifecycle:

@@ -10,22 +10,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from quineling.a2a.errors import InvalidParamsError
+from quineling.protocol import states
 
-TASK_STATES = (
-    "TASK_STATE_UNSPECIFIED",
-    "TASK_STATE_SUBMITTED",
-    "TASK_STATE_WORKING",
-    "TASK_STATE_COMPLETED",
-    "TASK_STATE_FAILED",
-    "TASK_STATE_CANCELED",
-    "TASK_STATE_INPUT_REQUIRED",
-    "TASK_STATE_REJECTED",
-    "TASK_STATE_AUTH_REQUIRED",
-)
-ROLES = ("ROLE_UNSPECIFIED", "ROLE_USER", "ROLE_AGENT")
-TERMINAL = frozenset(
-    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-)
+# The protocol's vocabulary, re-exported where the server's readers have always found it.
+TASK_STATES = states.TASK_STATES
+ROLES = states.ROLES
+TERMINAL = states.TERMINAL_STATES
 
 # Deliberate cap on historyLength so one request cannot ask us to serialise an unbounded transcript.
 MAX_HISTORY_LENGTH = 1000

@@ -17,7 +17,7 @@ from typing import Any
 from quineling.cli_a2a import errors, grammar
 from quineling.cli_a2a.errors import CliError
 from quineling.cli_a2a.render import Out
-from quineling.cli_a2a.settings import Settings, describe, resolve
+from quineling.cli_a2a.settings import Settings, check_credential_binding, describe, resolve
 
 # handler name → "module:function"; a Session-taking handler gets (session, args).
 HANDLERS = {
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
-    except Exception as exc:  # the last line of defence: an envelope, never a bare traceback
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: an envelope, never a bare traceback
         if debug:
             traceback.print_exc(file=sys.stderr)
         return report(
@@ -126,6 +126,10 @@ def _run(argv: list[str], out: Out) -> int:
         from quineling.cli_a2a.meta import completion
 
         return completion(parser, args.shell, out)
+    if not args.handler.startswith(
+        "agents_"
+    ):  # the registry names agents by argument and sends no credential
+        check_credential_binding(settings)
     return _call(args, settings, out)
 
 

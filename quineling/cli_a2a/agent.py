@@ -25,9 +25,12 @@ from quineling.client import (
     CardError,
     ClientTimeout,
     Credentials,
+    CredentialsNotSent,
     RetryPolicy,
     Timeouts,
 )
+from quineling.client.origins import parse_origin
+from quineling.protocol.errors import ERRORS
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 BINDINGS = {
@@ -38,24 +41,9 @@ BINDINGS = {
     "rest": "HTTP+JSON",
     "grpc": "GRPC",
 }
-# ErrorInfo reasons (what the client reports) and the A2A error names the envelope carries.
-A2A_NAMES = {
-    "TASK_NOT_FOUND": "TaskNotFoundError",
-    "TASK_NOT_CANCELABLE": "TaskNotCancelableError",
-    "PUSH_NOTIFICATION_NOT_SUPPORTED": "PushNotificationNotSupportedError",
-    "UNSUPPORTED_OPERATION": "UnsupportedOperationError",
-    "CONTENT_TYPE_NOT_SUPPORTED": "ContentTypeNotSupportedError",
-    "INVALID_AGENT_RESPONSE": "InvalidAgentResponseError",
-    "EXTENDED_AGENT_CARD_NOT_CONFIGURED": "ExtendedAgentCardNotConfiguredError",
-    "EXTENSION_SUPPORT_REQUIRED": "ExtensionSupportRequiredError",
-    "VERSION_NOT_SUPPORTED": "VersionNotSupportedError",
-    "PARSE_ERROR": "JSONParseError",
-    "INVALID_REQUEST": "InvalidRequestError",
-    "METHOD_NOT_FOUND": "MethodNotFoundError",
-    "INVALID_PARAMS": "InvalidParamsError",
-    "INVALID_ARGUMENT": "InvalidParamsError",
-    "INTERNAL_ERROR": "InternalError",
-}
+# ErrorInfo reasons (what the client reports) and the A2A error names the envelope carries; INVALID_ARGUMENT is
+# the REST status name some agents put where the reason goes.
+A2A_NAMES = {spec.name: spec.type_name for spec in ERRORS} | {"INVALID_ARGUMENT": "InvalidParamsError"}
 DEBUG_HINT = "rerun with --debug to see the protocol exchange"
 
 
@@ -200,6 +188,27 @@ def attach_wire_log(client: Any) -> None:
     client.channel.client.event_hooks = {"request": [on_request], "response": [on_response]}
 
 
+def _say_withheld(notice: CredentialsNotSent) -> None:
+    sys.stderr.write(
+        f"warning: the card points to {notice.origin}, which is not the agent's origin you named "
+        f"({', '.join(notice.allowed) or 'none'}): the request goes there WITHOUT your credentials "
+        f"(--allow-origin {notice.origin} sends them)\n"
+    )
+
+
+def allowed_origins(settings: Settings) -> tuple[str, ...]:
+    """``--allow-origin``: each an origin (see :func:`quineling.client.origins.parse_origin`), or exit 2."""
+    found = []
+    for text in settings["allow_origin"]:
+        try:
+            found.append(parse_origin(text))
+        except ValueError as exc:
+            raise usage(
+                f"--allow-origin: {exc}", hint="example: --allow-origin https://agent.example"
+            ) from None
+    return tuple(found)
+
+
 def asked_version(settings: Settings) -> str | None:
     """``--a2a-version``: 1.0 (the default, the highest this tool speaks), or 0.3 by explicit opt-in only."""
     asked: str | None = settings["a2a_version"]
@@ -221,17 +230,20 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
                 "WARNING: --insecure: your credentials go to a server whose identity is NOT verified\n"
             )
     asked = asked_version(settings)
+    allowed = allowed_origins(settings)
     with client_errors(card=True, settings=settings):
         client = A2AClient.connect(
             ref,
             transports=bindings(settings["transport"]) or None,
             allow_v03=asked == "0.3",
             credentials=Credentials(bearer=settings["bearer"], api_key=settings["api_key"]),
-            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout),
+            timeouts=Timeouts(connect=min(10.0, timeout), read=read, stream=timeout, card=min(30.0, timeout)),
             retry=RetryPolicy(retries=retries),
             insecure=settings["insecure"],
             headers=service_params(settings["svc_param"]),
+            allowed_origins=allowed,
         )
+    client.channel.on_withheld = _say_withheld
     attach_wire_log(client)
     chosen = client.interface.protocol_version
     if asked is not None and chosen != asked:

@@ -252,7 +252,7 @@ def flags_of(namespace: argparse.Namespace) -> dict[str, Any]:
     typed = {
         option.dest: getattr(namespace, option.dest) for option in OPTIONS if hasattr(namespace, option.dest)
     }
-    for dest in ("transport", "svc_param"):
+    for dest in ("transport", "svc_param", "allow_origin"):
         if dest in typed:
             typed[dest] = tuple(typed[dest])
     return typed

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import PackageNotFoundError, version
 
 from quineling.cli_a2a.grammar import PROG
 from quineling.cli_a2a.options import OPTIONS
 from quineling.cli_a2a.render import Out
 from quineling.cli_a2a.settings import Settings, describe
+from quineling.version import __version__
 
 
 def tool_version() -> str:
-    try:
-        return version("quineling-a2a")
-    except PackageNotFoundError:  # a source checkout that was never installed
-        return "0.0.0+source"
+    return __version__
 
 
 def config_show(settings: Settings, out: Out) -> int:

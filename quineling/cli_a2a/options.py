@@ -95,6 +95,15 @@ OPTIONS: tuple[Option, ...] = (
         metavar="KEY",
     ),
     Option(
+        "allow_origin",
+        ("--allow-origin",),
+        LIST,
+        (),
+        "another origin that may receive the credentials when the card points there, repeatable "
+        "(default: only the agent's own origin)",
+        metavar="ORIGIN",
+    ),
+    Option(
         "context_id",
         ("--context-id",),
         TEXT,

@@ -12,10 +12,12 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from quineling.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-INTERRUPTED = {"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"}
+TERMINAL = TERMINAL_STATES  # re-exported for the commands
+INTERRUPTED = INTERRUPTED_STATES
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -33,6 +33,7 @@ class Setting:
 class Settings:
     values: dict[str, Setting] = field(default_factory=dict)
     local_file: Path | None = None
+    local_named: bool = False  # the local file is the one --config named, not one found walking up
     global_file: Path | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -85,6 +86,7 @@ def resolve(
     settings = Settings(global_file=global_file(env))
     if config_path is not None:
         settings.local_file = Path(config_path)
+        settings.local_named = True
         local = _read(settings.local_file, settings.warnings, required=True)
     else:
         settings.local_file = find_local_file(cwd or Path.cwd())
@@ -113,6 +115,50 @@ def _one(
                 where = name if source == ENV else f"{name} in {source[5:]}"
                 return Setting(from_text(option, values[name], where), source, rank)
     return Setting(option.default, DEFAULT, 4)
+
+
+CREDENTIALS = ("bearer", "api_key")
+DESTINATIONS = ("agent_card", "allow_origin")  # what decides where the credentials go
+
+
+def check_credential_binding(settings: Settings) -> None:
+    """Refuse (exit 2) to send a credential to an agent a found ``.env`` chose, unless that credential came
+    from the same file: a repository's ``.env`` holding only ``A2ACLI_AGENT_CARD=<elsewhere>`` must not
+    receive the token of the global file, the environment or the command line. Allowed: the agent named
+    with ``-a``, ``A2ACLI_AGENT_CARD`` in the environment or ``--config FILE``; a credential kept in the same
+    ``.env`` as the agent (a per-agent file); and a ``.env`` naming the very agent the global file names."""
+    if settings.local_named or settings.local_file is None:
+        return
+    local_source = f"file:{settings.local_file}"
+    steering = [d for d in DESTINATIONS if settings.source(d) == local_source and settings[d]]
+    foreign = [c for c in CREDENTIALS if settings[c] and settings.source(c) != local_source]
+    if not steering or not foreign:
+        return
+    if steering == ["agent_card"] and _same_agent(settings["agent_card"], _global_agent(settings)):
+        return
+    credential = BY_DEST[foreign[0]]
+    where = "the command line" if settings.source(foreign[0]) == FLAG else _where(settings.source(foreign[0]))
+    chosen = " and ".join(str(BY_DEST[d].variable) for d in steering)
+    raise usage(
+        f"{settings.local_file} sets {chosen}, but {credential.long} comes from {where}: a credential is not "
+        "sent to an agent chosen by a .env file found in the working directory unless that file holds it too",
+        hint=f"name the agent with -a (or A2ACLI_AGENT_CARD), use --config {settings.local_file} if you trust "
+        f"it, or put {credential.variable} in that file",
+    )
+
+
+def _where(source: str) -> str:
+    return "the environment" if source == ENV else source.removeprefix("file:")
+
+
+def _global_agent(settings: Settings) -> str | None:
+    if settings.global_file is None or not settings.global_file.is_file():
+        return None
+    return _read(settings.global_file, [], required=False).get("A2ACLI_AGENT_CARD")
+
+
+def _same_agent(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and str(a).strip().rstrip("/") == str(b).strip().rstrip("/")
 
 
 def waits(settings: Settings) -> bool:

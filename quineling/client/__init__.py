@@ -32,6 +32,7 @@ from quineling.client.models import (
     TaskPage,
     TaskState,
 )
+from quineling.client.origins import CredentialsNotSent
 from quineling.client.registry import AgentRegistry, RegisteredAgent
 from quineling.client.retry import RetryPolicy
 from quineling.client.shared import SharedState
@@ -53,6 +54,7 @@ __all__ = [
     "CircuitBreaker",
     "ClientTimeout",
     "Credentials",
+    "CredentialsNotSent",
     "DelegateResult",
     "Interface",
     "Message",

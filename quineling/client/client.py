@@ -35,6 +35,7 @@ from quineling.client.models import (
     parse_send_response,
 )
 from quineling.client.negotiation import candidates
+from quineling.client.origins import named_origins
 from quineling.client.retry import RetryPolicy
 from quineling.client.shared import SharedState
 from quineling.client.states import TaskStateMachine
@@ -94,7 +95,12 @@ class A2AClient:
         shared_state: SharedState | str | None = None,
         breaker: CircuitBreaker | None = None,
         channel: Channel | None = None,
+        allowed_origins: Sequence[str] = (),
     ) -> None:
+        """``allowed_origins``: origins besides the one named (the card's URL; for a card given as a file or
+        object, the origins its interfaces name) that may receive the credentials (see
+        :mod:`quineling.client.origins`); requests anywhere else go without them, with a
+        :class:`CredentialsNotSent` warning."""
         self.card = card
         self.agent = agent_key(card)
         self.retry = retry if retry is not None else RetryPolicy()
@@ -112,6 +118,8 @@ class A2AClient:
         if cookies:
             auth_headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
         self.channel.auth_headers, self.channel.auth_query = auth_headers, auth_query
+        self.channel.credential_origins = named_origins(card.source, (i.url for i in card.interfaces),
+                                                        allowed_origins)  # fmt: skip
         found = candidates(card, transports, allow_v03=allow_v03)
         if tenant is not None:
             found = [Interface(i.url, i.protocol_binding, i.protocol_version, tenant) for i in found]

@@ -15,13 +15,15 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from quineling.client.card import AgentCard, parse_card
-from quineling.client.errors import A2AClientError, AgentError, CardError
-from quineling.client.http import Channel, HttpCall, public_url
+from quineling.client.errors import A2AClientError, AgentError, CardError, ProtocolError
+from quineling.client.http import Channel, HttpCall, Watchdog, public_url, read_capped
 
 WELL_KNOWN = "/.well-known/agent-card.json"
+MAX_CARD_BYTES = 1024 * 1024  # a real card is a few kilobytes; a larger answer is refused, not read on
 LEGACY_WELL_KNOWN = "/.well-known/agent.json"  # A2A before 0.3
 
 
@@ -113,29 +115,46 @@ def _max_age(cache_control: str) -> float | None:
     return None
 
 
-def fetch_card(channel: Channel, url: str, cache: CardCache = CACHE) -> AgentCard:
+def fetch_card(
+    channel: Channel, url: str, cache: CardCache = CACHE, *, deadline: float | None = None
+) -> AgentCard:
+    """The card at ``url`` (cached, see :class:`CardCache`): at most :data:`MAX_CARD_BYTES`, and complete by
+    ``deadline`` (``time.monotonic()``; default ``Timeouts.card`` from now) however slowly it is sent."""
     cached = cache.get(url)
     now = cache.now()
     if cached and now < cached.fresh_until:
         return cached.card
-    headers = {"A2A-Version": "1.0", "Accept": "application/json"}
+    headers = {"A2A-Version": "1.0", "Accept": "application/json", "Connection": "close"}
     if cached and cached.etag:
         headers["If-None-Match"] = cached.etag
     elif cached and cached.last_modified:
         headers["If-Modified-Since"] = cached.last_modified
-    call = HttpCall("GET", url, headers=headers, repeatable=True, operation="GetAgentCard")
-    response = channel.send(call)
+    if deadline is None:
+        deadline = time.monotonic() + channel.timeouts.card
+    call = HttpCall("GET", url, headers=headers, repeatable=True, operation="GetAgentCard", stream=True,
+                    deadline=deadline, budget=channel.timeouts.card)  # fmt: skip
+    with Watchdog(deadline) as watchdog:
+        call.trace = watchdog.trace
+        started = time.monotonic()
+        response = channel.send(call)
+        status = response.status_code
+        try:
+            body = read_capped(channel, response, call, MAX_CARD_BYTES, watchdog)
+        except ProtocolError as exc:
+            raise CardError(f"the agent card at {public_url(url)} is larger than {MAX_CARD_BYTES} bytes",
+                            hint=exc.hint) if status < 400 else exc from None  # fmt: skip
+    channel.latency.record(channel.agent, time.monotonic() - started)  # streamed, so send() did not
     max_age = _max_age(response.headers.get("Cache-Control", ""))
-    if response.status_code == 304 and cached:
+    if status == 304 and cached:
         cached.fresh_until = now + (max_age or 0)
         return cached.card
-    if response.status_code >= 400:
-        raise channel.http_error(response, call)
+    if status >= 400:
+        raise channel.http_error(response, call, _json_or_none(body))
     try:
-        raw = response.json()
+        raw = json.loads(body)
     except ValueError:
         raise CardError(
-            f"the agent card at {public_url(url)} is not JSON (HTTP {response.status_code}, "
+            f"the agent card at {public_url(url)} is not JSON (HTTP {status}, "
             f"{response.headers.get('content-type', 'no content type')})",
             hint="is this an A2A agent? its card is served at /.well-known/agent-card.json",
         ) from None
@@ -145,16 +164,35 @@ def fetch_card(channel: Channel, url: str, cache: CardCache = CACHE) -> AgentCar
     return card
 
 
-def load_card(source: str | Path, *, channel: Channel | None = None, cache: CardCache = CACHE) -> AgentCard:
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def load_card(
+    source: str | Path,
+    *,
+    channel: Channel | None = None,
+    cache: CardCache = CACHE,
+    deadline: float | None = None,
+) -> AgentCard:
     """The card of ``source``: an origin URL, a card URL, a bare host (see :func:`resolve_source`) or a file
-    path. Raises :class:`CardError` when it is
-    unusable, :class:`AgentUnreachable` / :class:`ClientTimeout` when it cannot be fetched."""
+    path. Raises :class:`CardError` when it is unusable (or over :data:`MAX_CARD_BYTES`),
+    :class:`AgentUnreachable` / :class:`ClientTimeout` when it cannot be fetched — in all, trying every
+    well-known path, by ``deadline`` (``time.monotonic()``; default: the channel's ``Timeouts.card`` from
+    now)."""
     resolved = resolve_source(source)
     text = str(resolved)
     if not is_url(text):
         path = Path(text).expanduser()
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            with path.open("rb") as file:
+                data = file.read(MAX_CARD_BYTES + 1)
+            if len(data) > MAX_CARD_BYTES:
+                raise CardError(f"the agent card file {path} is larger than {MAX_CARD_BYTES} bytes")
+            raw = json.loads(data)
         except FileNotFoundError:
             raise CardError(
                 f"no agent card file at {path}", hint="give an http(s) URL or a card file"
@@ -164,12 +202,14 @@ def load_card(source: str | Path, *, channel: Channel | None = None, cache: Card
         return parse_card(raw, source=str(path))
     own = channel is None
     chan = channel or Channel(public_url(text))
+    if deadline is None:
+        deadline = time.monotonic() + chan.timeouts.card
     try:
         urls = card_urls(text)
         last: A2AClientError | None = None
         for url in urls:
             try:
-                return fetch_card(chan, url, cache)
+                return fetch_card(chan, url, cache, deadline=deadline)
             except (CardError, AgentError) as exc:
                 if isinstance(exc, AgentError) and exc.http_status not in (404, 405):
                     raise

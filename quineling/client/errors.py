@@ -9,24 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-# The A2A error of each JSON-RPC code and its ErrorInfo reason (the same table on both bindings).
-A2A_REASONS: dict[int, str] = {
-    -32001: "TASK_NOT_FOUND",
-    -32002: "TASK_NOT_CANCELABLE",
-    -32003: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    -32004: "UNSUPPORTED_OPERATION",
-    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
-    -32006: "INVALID_AGENT_RESPONSE",
-    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    -32008: "EXTENSION_SUPPORT_REQUIRED",
-    -32009: "VERSION_NOT_SUPPORTED",
-    -32700: "PARSE_ERROR",
-    -32600: "INVALID_REQUEST",
-    -32601: "METHOD_NOT_FOUND",
-    -32602: "INVALID_PARAMS",
-    -32603: "INTERNAL_ERROR",
-}
-A2A_CODES: dict[str, int] = {reason: code for code, reason in A2A_REASONS.items()}
+from quineling.protocol.errors import ERRORS
+
+# The name of each JSON-RPC code (its ErrorInfo reason, the same on both bindings), and back.
+A2A_REASONS: dict[int, str] = {spec.code: spec.name for spec in ERRORS}
+A2A_CODES: dict[str, int] = {spec.name: spec.code for spec in ERRORS}
 A2A_CODES["INVALID_ARGUMENT"] = -32602  # a REST status name some servers put where the reason goes
 
 

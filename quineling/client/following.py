@@ -128,7 +128,7 @@ def follow(
             return
 
 
-class _Finished(Exception):  # noqa: N818 - control flow: the task ended while the stream was down
+class _Finished(Exception):  # control flow: the task ended while the stream was down
     pass
 
 

@@ -13,8 +13,11 @@ and a push-config create are never repeated after they may have reached the agen
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,21 +39,25 @@ from quineling.client.errors import (
     error_info_reasons,
 )
 from quineling.client.latency import TRACKER, LatencyTracker
+from quineling.client.origins import CredentialsNotSent, origin_of
 from quineling.client.retry import RetryPolicy, parse_retry_after
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # one SSE event's data; a larger one is refused (a runaway stream)
+CHUNK = 64 * 1024
 USER_AGENT = "quineling-client"
 
 
 @dataclass(frozen=True)
 class Timeouts:
     """Seconds. ``connect``: to open a connection; ``read``: for an answer to a request; ``stream``: of silence
-    on an open event stream (servers send keepalives, so a long gap means a dead stream)."""
+    on an open event stream (servers send keepalives, so a long gap means a dead stream); ``card``: for a
+    whole card fetch, from the first connection to the last byte, however slowly the agent sends it."""
 
     connect: float = 5.0
     read: float = 30.0
     stream: float = 300.0
+    card: float = 30.0
 
     def httpx(self, *, streaming: bool = False) -> httpx.Timeout:
         read = self.stream if streaming else self.read
@@ -68,6 +75,9 @@ class HttpCall:
     stream: bool = False
     operation: str = ""
     read_timeout: float | None = None  # overrides the read (or stream) timeout, e.g. to meet a deadline
+    deadline: float | None = None  # time.monotonic() by which the whole exchange, retries included, ends
+    budget: float = 0.0  # the seconds that deadline allowed (for messages)
+    trace: Callable[[str, dict[str, Any]], None] | None = None  # httpcore's trace extension
 
 
 def public_url(url: str | httpx.URL) -> str:
@@ -77,7 +87,7 @@ def public_url(url: str | httpx.URL) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-class StreamCut(Exception):  # noqa: N818 - an outcome, not an error for callers: the stream ended early
+class StreamCut(Exception):  # an outcome, not an error for callers: the stream ended early
     """An event stream broke before the agent closed it cleanly (caught by the resuming subscriber)."""
 
 
@@ -112,6 +122,10 @@ class Channel:
         self.latency = latency
         self.auth_headers: dict[str, str] = {}
         self.auth_query: dict[str, str] = {}
+        # The only origins auth_headers/auth_query go to (set with them by A2AClient; see origins.py).
+        self.credential_origins: frozenset[str] = frozenset()
+        self.on_withheld: Callable[[CredentialsNotSent], None] = _warn
+        self._withheld: set[str] = set()
         self.client = httpx.Client(
             verify=not insecure,
             timeout=self.timeouts.httpx(),
@@ -133,16 +147,18 @@ class Channel:
         others are read. Transport failures raise; HTTP errors are returned for the transport to map."""
         attempt = 0
         while True:
+            self._check_deadline(call)
             self.breaker.before(self.agent)
             started = time.monotonic()
             try:
                 response = self.client.send(self._build(call), stream=call.stream)
             except httpx.TransportError as exc:
                 self.breaker.failure(self.agent)
+                self._check_deadline(call)
                 never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
                 error = self._transport_error(exc, call)
                 wait = self.retry.delay(attempt, None) if (never_sent or call.repeatable) else None
-                if wait is None:
+                if wait is None or not self._time_for(call, wait):
                     raise error from None
             else:
                 if not call.stream:  # a stream's latency is its first event's (see events())
@@ -155,15 +171,42 @@ class Channel:
                 if status not in RETRY_STATUSES or not call.repeatable:
                     return response
                 wait = self.retry.delay(attempt, parse_retry_after(response.headers.get("Retry-After")))
-                if wait is None:
+                if wait is None or not self._time_for(call, wait):
                     return response
                 response.close()
             self.retry.sleep(wait)
             attempt += 1
 
+    def _check_deadline(self, call: HttpCall) -> None:
+        if call.deadline is not None and time.monotonic() >= call.deadline:
+            raise self.deadline_error(call)
+
+    @staticmethod
+    def _time_for(call: HttpCall, wait: float) -> bool:
+        return call.deadline is None or time.monotonic() + wait < call.deadline
+
+    def deadline_error(self, call: HttpCall) -> ClientTimeout:
+        return ClientTimeout(f"{call.operation or call.method} {public_url(call.url)}: not complete within "
+                             f"{call.budget:g}s (the deadline for the whole exchange)",
+                             hint="the agent is slow or stuck; raise the timeout or try later")  # fmt: skip
+
+    def _credentials_for(self, url: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The credential headers and query parameters for ``url``: none unless its origin was named or
+        allowed (the first request to any other origin reports it through ``on_withheld``)."""
+        if not (self.auth_headers or self.auth_query):
+            return {}, {}
+        origin = origin_of(url) or url
+        if origin in self.credential_origins:
+            return self.auth_headers, self.auth_query
+        if origin not in self._withheld:
+            self._withheld.add(origin)
+            self.on_withheld(CredentialsNotSent(origin, self.credential_origins))
+        return {}, {}
+
     def _build(self, call: HttpCall) -> httpx.Request:
-        headers = {**call.headers, **self.auth_headers}
-        params = {**call.params, **self.auth_query}
+        auth_headers, auth_query = self._credentials_for(call.url)
+        headers = {**call.headers, **auth_headers}
+        params = {**call.params, **auth_query}
         content = None
         if call.body is not None:
             content = json.dumps(call.body, separators=(",", ":")).encode()
@@ -175,14 +218,19 @@ class Channel:
             params=params or None,
             headers=headers,
             timeout=self._timeout(call),
+            extensions={"trace": call.trace} if call.trace else None,
         )
 
     def _timeout(self, call: HttpCall) -> httpx.Timeout:
         timeout = self.timeouts.httpx(streaming=call.stream)
-        if call.read_timeout is None:
+        limit = call.read_timeout
+        if call.deadline is not None:
+            left = max(0.001, call.deadline - time.monotonic())
+            limit = left if limit is None else min(limit, left)
+        if limit is None:
             return timeout
-        return httpx.Timeout(connect=min(self.timeouts.connect, call.read_timeout), read=call.read_timeout,
-                             write=self.timeouts.read, pool=self.timeouts.connect)  # fmt: skip
+        return httpx.Timeout(connect=min(self.timeouts.connect, limit), read=limit,
+                             write=min(self.timeouts.read, limit), pool=min(self.timeouts.connect, limit))  # fmt: skip
 
     def _transport_error(self, exc: httpx.TransportError, call: HttpCall) -> A2AClientError:
         where = f"{call.operation or call.method} {public_url(call.url)}"
@@ -285,6 +333,97 @@ class Channel:
             raise StreamCut(type(exc).__name__) from None
         except SSEError as exc:
             raise ProtocolError(f"{call.operation}: {exc}") from None
+
+
+class Watchdog:
+    """Ends one exchange at its deadline however the agent paces it: httpx's read timeout is per read, so an
+    agent sending one byte a second (in the head or the body) would hold it for ever. Every connection the
+    exchange opens is seen through httpcore's ``trace`` extension (and the answer's ``network_stream``), and
+    a timer shuts those sockets down when the deadline passes, which wakes the blocked read; :attr:`fired`
+    then tells the caller the failure was the deadline's. The request carries ``Connection: close`` so it
+    never shares a pooled connection another request could be using."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.fired = False
+        self._done = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._done = True
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            self.watch(info.get("return_value"))
+
+    def watch(self, stream: Any) -> None:
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with self._lock:
+                self._sockets.append(sock)
+                if self.fired:
+                    _cut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            for sock in self._sockets:
+                _cut(sock)
+
+
+def _cut(sock: socket.socket) -> None:
+    try:  # the plain socket's shutdown, also for a TLS one: it only wakes the reader, leaving TLS state alone
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+def read_capped(channel: Channel, response: httpx.Response, call: HttpCall, limit: int,
+                watchdog: Watchdog | None = None) -> bytes:  # fmt: skip
+    """The body of a streamed ``response``, refused once it passes ``limit`` bytes (decoded, so a compressed
+    bomb counts at its real size) or ``call.deadline``; the response is closed either way."""
+    where = f"{call.operation or call.method} {public_url(call.url)}"
+    too_big = ProtocolError(f"{where}: the answer is larger than {limit} bytes, the most accepted",
+                            hint="is this an A2A agent? a card or health answer is a few kilobytes")  # fmt: skip
+    if watchdog is not None:
+        watchdog.watch(response.extensions.get("network_stream"))
+    try:
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit and not response.headers.get("Content-Encoding"):
+            raise too_big
+        body = bytearray()
+        for chunk in response.iter_bytes(CHUNK):
+            body += chunk
+            if len(body) > limit:
+                raise too_big
+            if call.deadline is not None and time.monotonic() >= call.deadline:
+                raise channel.deadline_error(call)
+    except (httpx.HTTPError, OSError) as exc:
+        if watchdog is not None and watchdog.fired or isinstance(exc, httpx.TimeoutException):
+            raise channel.deadline_error(call) from None
+        raise AgentUnreachable(
+            f"{where}: the connection failed while reading ({type(exc).__name__})"
+        ) from None
+    finally:
+        response.close()
+    if watchdog is not None and watchdog.fired:  # cut short: what arrived may end where the cut fell
+        raise channel.deadline_error(call)
+    return bytes(body)
+
+
+def _warn(notice: CredentialsNotSent) -> None:
+    warnings.warn(notice, stacklevel=4)
 
 
 def _error_reason(error: dict[str, Any]) -> str | None:

@@ -9,56 +9,18 @@ model cannot be without — a task's id and status, a message's parts — must b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from quineling.client.errors import ProtocolError
+from quineling.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
+from quineling.protocol.states import TaskState as TaskState  # re-exported
 
 JSONDict = dict[str, Any]
 
 
-class TaskState(StrEnum):
-    UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
-    SUBMITTED = "TASK_STATE_SUBMITTED"
-    WORKING = "TASK_STATE_WORKING"
-    COMPLETED = "TASK_STATE_COMPLETED"
-    FAILED = "TASK_STATE_FAILED"
-    CANCELED = "TASK_STATE_CANCELED"
-    INPUT_REQUIRED = "TASK_STATE_INPUT_REQUIRED"
-    REJECTED = "TASK_STATE_REJECTED"
-    AUTH_REQUIRED = "TASK_STATE_AUTH_REQUIRED"
-
-    @property
-    def short(self) -> str:
-        """``completed``, ``input-required``, …: the v0.3 name, also what ``delegate`` reports."""
-        return self.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL
-
-    @property
-    def interrupted(self) -> bool:
-        return self in INTERRUPTED
-
-    @classmethod
-    def parse(cls, value: object) -> TaskState:
-        """A 1.0 name, a v0.3 name (``input-required``) or a proto number; anything else is UNSPECIFIED."""
-        if isinstance(value, int) and not isinstance(value, bool):
-            return _BY_NUMBER.get(value, cls.UNSPECIFIED)
-        if isinstance(value, str):
-            name = value.strip().upper().replace("-", "_")
-            try:
-                return cls(name if name.startswith("TASK_STATE_") else f"TASK_STATE_{name}")
-            except ValueError:
-                return cls.UNSPECIFIED
-        return cls.UNSPECIFIED
-
-
-TERMINAL = frozenset({TaskState.COMPLETED, TaskState.FAILED, TaskState.CANCELED, TaskState.REJECTED})
-INTERRUPTED = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
-_BY_NUMBER = dict(enumerate(list(TaskState)[:6])) | {6: TaskState.INPUT_REQUIRED, 7: TaskState.REJECTED,
-                                                     8: TaskState.AUTH_REQUIRED}  # fmt: skip
+# The protocol's states, re-exported: the client's models have always offered them.
+TERMINAL = TERMINAL_STATES
+INTERRUPTED = INTERRUPTED_STATES
 
 
 def _dict(value: object, what: str) -> JSONDict:

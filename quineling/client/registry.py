@@ -20,13 +20,15 @@ from quineling.client.card import AgentCard, parse_card
 from quineling.client.credentials import Credentials
 from quineling.client.discovery import CardCache, load_card
 from quineling.client.errors import A2AClientError
-from quineling.client.http import Channel, HttpCall, Timeouts, public_url
+from quineling.client.http import Channel, HttpCall, Timeouts, Watchdog, public_url, read_capped
 from quineling.client.negotiation import candidates
 from quineling.client.retry import RetryPolicy
 from quineling.client.shared import SharedState, local_state
 
 INDEX = ("agents", "index")
 READINESS_PATH = "/readyz"
+CHECK_SECONDS = 10.0  # a whole health check (card and readiness), however slowly the agent answers
+MAX_READINESS_BYTES = 64 * 1024
 JSONDict = dict[str, Any]
 
 
@@ -72,7 +74,7 @@ class AgentRegistry:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.state = SharedState.from_url(state) if isinstance(state, str) else (state or local_state())
-        self.timeouts = timeouts or Timeouts(connect=5, read=10)
+        self.timeouts = timeouts or Timeouts(connect=5, read=CHECK_SECONDS, card=CHECK_SECONDS)
         self.retry = retry if retry is not None else RetryPolicy(retries=1)
         self.credentials = credentials
         self.insecure = insecure
@@ -143,15 +145,16 @@ class AgentRegistry:
         channel = self._channel(url)
         now = self.clock()
         update: JSONDict = {"last_checked": now}
+        started = time.monotonic()
+        deadline = started + self.timeouts.card
         try:
-            started = time.monotonic()
-            card = load_card(url, channel=channel, cache=CardCache())
+            card = load_card(url, channel=channel, cache=CardCache(), deadline=deadline)
             update["latency_ms"] = round(1000 * (time.monotonic() - started), 3)
             update["last_seen"] = now
             candidates(card)
             update.update(card=card.raw, card_url=card.source, name=card.name, description=card.description,
                           skills=[s.id for s in card.skills])  # fmt: skip
-            update["ready"] = self._ready(channel, card.source or url)
+            update["ready"] = self._ready(channel, card.source or url, deadline)
             update["health"] = "unhealthy" if update["ready"] is False else "healthy"
             update["last_error"] = (
                 None if update["ready"] is not False else "the readiness endpoint says not ready"
@@ -163,15 +166,18 @@ class AgentRegistry:
         doc = self.state.update(self._key(url), lambda current: {**current, **update} if current else None)
         return RegisteredAgent.of(doc or {"url": url, **update})
 
-    def _ready(self, channel: Channel, card_url: str) -> bool | None:
+    def _ready(self, channel: Channel, card_url: str, deadline: float) -> bool | None:
         parts = urlsplit(card_url)
         if parts.scheme not in ("http", "https"):
             return None
-        call = HttpCall(
-            "GET", f"{parts.scheme}://{parts.netloc}{READINESS_PATH}", repeatable=True, operation="readiness"
-        )
+        call = HttpCall("GET", f"{parts.scheme}://{parts.netloc}{READINESS_PATH}", repeatable=True,
+                        operation="readiness", stream=True, deadline=deadline,
+                        budget=self.timeouts.card, headers={"Connection": "close"})  # fmt: skip
         try:
-            response = channel.send(call)
+            with Watchdog(deadline) as watchdog:
+                call.trace = watchdog.trace
+                response = channel.send(call)
+                read_capped(channel, response, call, MAX_READINESS_BYTES, watchdog)
         except A2AClientError:
             return False
         if response.status_code in (404, 405):

@@ -8,23 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from quineling.client.models import TaskState
+from quineling.protocol.v03 import (
+    DATA_PART_COMPAT,
+    FILE_CONTENT_TO_V03,
+    FILE_CONTENT_TO_V1,
+    ROLES_TO_V1,
+    file_labels_to_v03,
+    file_labels_to_v1,
+    is_user_role,
+)
 
 JSONDict = dict[str, Any]
-
-METHODS = {
-    "SendMessage": "message/send",
-    "SendStreamingMessage": "message/stream",
-    "GetTask": "tasks/get",
-    "CancelTask": "tasks/cancel",
-    "SubscribeToTask": "tasks/resubscribe",
-    "CreateTaskPushNotificationConfig": "tasks/pushNotificationConfig/set",
-    "GetTaskPushNotificationConfig": "tasks/pushNotificationConfig/get",
-    "ListTaskPushNotificationConfigs": "tasks/pushNotificationConfig/list",
-    "DeleteTaskPushNotificationConfig": "tasks/pushNotificationConfig/delete",
-    "GetExtendedAgentCard": "agent/getAuthenticatedExtendedCard",
-}
-_COMPAT = "data_part_compat"
-
 
 # --- 1.0 → v0.3 (requests) -----------------------------------------------------------------------------
 
@@ -38,19 +32,17 @@ def part_out(part: JSONDict) -> JSONDict:
         data = part["data"]
         if isinstance(data, dict):
             return {"kind": "data", "data": data, **extra}
-        return {"kind": "data", "data": {"value": data}, "metadata": {**(meta or {}), _COMPAT: True}}
-    file: JSONDict = {"bytes": part["raw"]} if "raw" in part else {"uri": part.get("url", "")}
-    if part.get("filename"):
-        file["name"] = part["filename"]
-    if part.get("mediaType"):
-        file["mimeType"] = part["mediaType"]
+        return {"kind": "data", "data": {"value": data}, "metadata": {**(meta or {}), DATA_PART_COMPAT: True}}
+    member = "raw" if "raw" in part else "url"
+    file: JSONDict = {FILE_CONTENT_TO_V03[member]: part.get(member, ""), **file_labels_to_v03(part)}
     return {"kind": "file", "file": file, **extra}
 
 
 def message_out(message: JSONDict) -> JSONDict:
     out: JSONDict = {k: v for k, v in message.items() if k not in ("role", "parts")}
     out["kind"] = "message"
-    out["role"] = "user" if message.get("role") in ("ROLE_USER", "user", 1) else "agent"
+    role = message.get("role")
+    out["role"] = "user" if role == "user" or is_user_role(role) else "agent"  # a v0.3 name is let through
     out["parts"] = [part_out(p) for p in message.get("parts", [])]
     return out
 
@@ -109,23 +101,17 @@ def part_in(part: Any) -> Any:
         data = part.get("data")
         if (
             isinstance(meta, dict)
-            and meta.get(_COMPAT) is True
+            and meta.get(DATA_PART_COMPAT) is True
             and isinstance(data, dict)
             and "value" in data
         ):
             data = data["value"]
-            meta = {k: v for k, v in meta.items() if k != _COMPAT}
+            meta = {k: v for k, v in meta.items() if k != DATA_PART_COMPAT}
         out["data"] = data
     elif kind == "file":
         file = part.get("file") or {}
-        if "bytes" in file:
-            out["raw"] = file["bytes"]
-        else:
-            out["url"] = file.get("uri", "")
-        if file.get("name"):
-            out["filename"] = file["name"]
-        if file.get("mimeType"):
-            out["mediaType"] = file["mimeType"]
+        member = "bytes" if "bytes" in file else "uri"
+        out.update({FILE_CONTENT_TO_V1[member]: file.get(member, ""), **file_labels_to_v1(file)})
     if meta:
         out["metadata"] = meta
     return out
@@ -136,9 +122,7 @@ def message_in(message: Any) -> Any:
         return message
     out = {k: v for k, v in message.items() if k != "kind"}
     role = message.get("role")
-    out["role"] = (
-        {"user": "ROLE_USER", "agent": "ROLE_AGENT"}.get(role, role) if isinstance(role, str) else role
-    )
+    out["role"] = ROLES_TO_V1.get(role, role) if isinstance(role, str) else role
     if isinstance(message.get("parts"), list):
         out["parts"] = [part_in(p) for p in message["parts"]]
     return out

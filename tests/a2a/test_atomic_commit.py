@@ -18,7 +18,8 @@ from quineling.a2a.context import CallContext
 from quineling.a2a.service import A2AService
 from quineling.a2a.task_facts import describe_task
 from quineling.runtime.runtime import Runtime
-from stores import Backend, MemoryBackend, TaskLimits, TaskStore, keys
+from stores import Backend, MemoryBackend, TaskLimits, TaskStore
+from stores.redis import keys
 from tests.a2a.conftest import text, user_message
 
 CTX = CallContext(tenant="acme", user="alice")

@@ -151,7 +151,7 @@ def _drop_oldest_events(backend: Backend, store: Any, task_id: str, keep: int) -
         log = backend._data.events[(CTX.scope, task_id)]
         del log[: len(log) - keep]
         return
-    from stores import keys  # noqa: PLC0415
+    from stores.redis import keys  # noqa: PLC0415
 
     stream = keys.task_events(store._prefix, CTX.scope, task_id)
     store._conn.command("xtrim", stream, maxlen=keep, approximate=False, repeatable=False)

@@ -122,7 +122,7 @@ def test_the_health_probes_answer_any_host() -> None:
     client = client_for()
     for path in ("/healthz", "/readyz"):
         answer = client.get(path, headers={"Host": "10.244.3.17:8049", "Origin": "https://elsewhere.example"})
-        assert answer.status_code == 200 and answer.get_json() == {"status": "ok"}, path
+        assert answer.status_code == 200 and answer.get_json()["status"] == "ok", path
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from quineling.a2a.context import CallContext, tenant_scope
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
-from stores import keys
+from stores.redis import keys
 from tests.a2a.conftest import data, text, user_message
 from tests.conftest import BACKENDS
 from tests.support.bindings import V1

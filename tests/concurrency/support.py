@@ -19,13 +19,12 @@ from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.errors import QuinelingError
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import DEFAULT_SCOPE, Runtime
-from stores import keys
 from stores.base import StateStore, Versioned
 from stores.cache import CachingStateStore
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError
-from stores.redis import RedisBackend
-from stores.redis_connection import make_client
+from stores.redis import RedisBackend, keys
+from stores.redis.connection import make_client
 from tests.support.redis_keys import delete_under
 
 PROCESSES = 8
@@ -218,7 +217,7 @@ def stored(prefix: str, kind: str, scope: str = DEFAULT_SCOPE, url: str | None =
         client.close()
     documents = {}
     for field, value in everything.items():
-        held_kind, ident = (unquote(part) for part in field.decode().split("/", 1))  # see stores.keys
+        held_kind, ident = (unquote(part) for part in field.decode().split("/", 1))  # see stores.redis.keys
         if held_kind == kind:
             documents[ident] = json.loads(value)
     return documents

@@ -12,7 +12,8 @@ topology and each leaves it whole for the next:
 5. one app host partitioned from Redis (its packets dropped): its clients get the retryable store error
    within the Redis deadline, never a hang or a 500.
 
-Needs root and iproute2; skips otherwise, unless QUINELING_REQUIRE_NETNS is set (CI), when it fails.
+Needs root, iproute2 (`ip netns`, `tc`), redis-server and nginx; without one it skips, naming it and how to get it
+(tests/support/tools.py), unless QUINELING_REQUIRE_NETNS is set (CI), when it fails.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import threading
@@ -42,6 +42,7 @@ from tests.deploy.conftest import load_topology
 from tests.interop.conftest import sdk_unavailable
 from tests.interop.test_js_sdk import JS_DIR
 from tests.support.sse import parse_sse
+from tests.support.tools import NODE_HOW_TO_GET, REQUIRE_INTEROP, REQUIRE_NETNS, require_tool, unavailable
 
 try:
     import httpx
@@ -67,25 +68,28 @@ SQUARE_SUM = "[2,3,4] | square | sum | report total"
 WAITING, DONE, CANCELED = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED", "TASK_STATE_CANCELED"
 TIMEOUT = 30  # per HTTP request: never reached; every bound below is much shorter
 # The longest a request may wait on an unreachable Redis: its read deadline, or a connect deadline and the one
-# repeat a failed connect earns (stores/redis_connection.py), whichever is longer, plus scheduling slack.
+# repeat a failed connect earns (stores/redis/connection.py), whichever is longer, plus scheduling slack.
 DEFAULTS = Settings()
 STORE_BOUND = (
     max(DEFAULTS.redis_timeout_seconds, 2 * DEFAULTS.redis_connect_timeout_seconds) + 2.0
 )  # fmt: skip
 
 
-def netns_unavailable(reason: str) -> None:
-    if os.environ.get("QUINELING_REQUIRE_NETNS"):
-        pytest.fail(f"QUINELING_REQUIRE_NETNS is set but {reason}", pytrace=False)
-    pytest.skip(reason)
+# Each tool the topology runs, and how to get it (deploy/local/topology.py checks the same ones before `up`).
+TOOLS = {
+    "ip": "apt-get install iproute2",
+    "tc": "apt-get install iproute2",
+    "redis-server": "apt-get install redis-server",
+    "nginx": "apt-get install nginx",
+}
 
 
 @pytest.fixture(scope="module")
 def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if os.geteuid() != 0:
-        netns_unavailable("network namespaces need root")
-    if shutil.which("ip") is None:
-        netns_unavailable("iproute2 (ip) is not installed")
+        unavailable("ip netns (network namespaces) needs root: run the tests as root", REQUIRE_NETNS)
+    for tool, how_to_get in TOOLS.items():
+        require_tool(tool, how_to_get, REQUIRE_NETNS)
     module = load_topology()
     # The loads below create hundreds of tasks for one principal: above the default 128 a store evicts the
     # oldest finished ones (docs/decisions-a2a.md), which would read as lost here.
@@ -264,9 +268,9 @@ def test_the_official_python_client_through_the_balancer(topology: Any) -> None:
 
 
 def test_the_official_js_client_through_the_balancer(topology: Any) -> None:
-    node = shutil.which("node")
-    if node is None or not (JS_DIR / "node_modules" / "@a2a-js" / "sdk").exists():
-        sdk_unavailable("node or @a2a-js/sdk is missing (bash tests/interop/js/install.sh)")
+    node = require_tool("node", NODE_HOW_TO_GET, REQUIRE_INTEROP)
+    if not (JS_DIR / "node_modules" / "@a2a-js" / "sdk").exists():
+        sdk_unavailable("@a2a-js/sdk is not installed (run: bash tests/interop/js/install.sh)")
     other = add_key(topology.keys_file, f"other-{uuid.uuid4().hex[:8]}")  # the keys file reaches every host
     written = time.monotonic()
     # Each worker of each host reloads the keys file on its own, at its first request a check interval after

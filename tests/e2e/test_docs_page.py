@@ -8,8 +8,6 @@ Without chromium the test is skipped, unless ``QUINELING_REQUIRE_BROWSER`` is se
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -22,6 +20,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from quineling.app import create_app
+from tests.support.tools import REQUIRE_BROWSER, require_tool
 
 pytestmark = pytest.mark.slow
 
@@ -40,13 +39,7 @@ FLAGS = (
 
 
 def browser() -> str:
-    found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
-    if found is None:
-        reason = "chromium is not installed (apt-get install chromium)"
-        if os.environ.get("QUINELING_REQUIRE_BROWSER"):
-            pytest.fail(f"QUINELING_REQUIRE_BROWSER is set but {reason}", pytrace=False)
-        pytest.skip(reason)
-    return found
+    return require_tool(BROWSERS[0], "apt-get install chromium", REQUIRE_BROWSER, aliases=BROWSERS[1:])
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 kept-alive clients, each of which has sent a GetTask, are more than any Redis pool default (redis-py's is 100
 connections), yet every answer is right, a GetTask takes well under 100 ms at p99, ``/readyz`` answers 200, and
 the stream cap — not the store — is what refuses the next stream. A store connection is held for the duration
-of a store call only (stores/redis_connection.py), so connections scale with calls in flight, not clients.
+of a store call only (stores/redis/connection.py), so connections scale with calls in flight, not clients.
 
 The clients are plain non-blocking sockets driven by one selector, so the whole scenario takes seconds."""
 

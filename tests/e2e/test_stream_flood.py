@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from redis.cluster import RedisCluster
 
-from stores.redis_connection import make_client
+from stores.redis.connection import make_client
 from tests.conftest import LIVE_STORES, store_url
 from tests.support.live import LiveServer, live_server
 

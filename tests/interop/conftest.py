@@ -6,7 +6,6 @@ with ``QUINELING_REQUIRE_INTEROP`` set, a missing SDK fails the test instead of 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import NoReturn
 
@@ -14,13 +13,12 @@ import pytest
 
 from tests.conftest import ON_CLUSTER, cluster_url
 from tests.support.live import LiveServer, live_server
+from tests.support.tools import REQUIRE_INTEROP, unavailable
 
 
 def sdk_unavailable(reason: str) -> NoReturn:
     """Skip, unless CI asked for interop to be mandatory (QUINELING_REQUIRE_INTEROP), then fail."""
-    if os.environ.get("QUINELING_REQUIRE_INTEROP"):
-        pytest.fail(f"QUINELING_REQUIRE_INTEROP is set but {reason}", pytrace=False)
-    pytest.skip(reason)
+    unavailable(reason, REQUIRE_INTEROP)
 
 
 @pytest.fixture(

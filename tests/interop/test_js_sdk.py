@@ -7,7 +7,6 @@ it prints. Install the client with ``bash tests/interop/js/install.sh`` (CI does
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 
 from tests.interop.conftest import sdk_unavailable
 from tests.support.live import LiveServer
+from tests.support.tools import NODE_HOW_TO_GET, REQUIRE_INTEROP, require_tool
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -28,9 +28,8 @@ COMPLETED = "TASK_STATE_COMPLETED"
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        sdk_unavailable("node/npm are not installed")
+    node = require_tool("node", NODE_HOW_TO_GET, REQUIRE_INTEROP)
+    require_tool("npm", NODE_HOW_TO_GET, REQUIRE_INTEROP)
     installed = JS_DIR / "node_modules" / "@a2a-js" / "sdk" / "package.json"
     if not installed.exists():
         sdk_unavailable("@a2a-js/sdk is not installed (run: bash tests/interop/js/install.sh)")

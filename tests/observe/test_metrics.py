@@ -18,7 +18,7 @@ from quineling.app import create_app
 from quineling.observe import metrics
 from quineling.runtime.errors import QuinelingError
 from stores.errors import StoreUnavailable
-from stores.redis_connection import Connection
+from stores.redis.connection import Connection
 from tests.support.messages import SQUARE_SUM, data, text, user_message
 from tests.support.principals import keys_file
 

@@ -17,8 +17,8 @@ from stores import (
     StoreUnavailable,
     TaskLimits,
     backend_from_url,
-    keys,
 )
+from stores.redis import keys
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def test_a_scope_keeps_all_its_keys_on_one_hash_tag() -> None:
 
 @given(st.text())
 def test_key_parts_are_escaped_exactly_as_quote_does(part: str) -> None:
-    """The plain-text shortcut in stores.keys never changes a key: keys written before it still match."""
+    """The plain-text shortcut in stores.redis.keys never changes a key: keys written before it still match."""
     assert keys._escape(part) == quote(part, safe=keys._SAFE)
     assert "/" not in keys._escape(part) and "{" not in keys._escape(part)
 
@@ -90,7 +90,7 @@ def test_a_tenants_task_keys_share_its_state_scopes_hash_tag() -> None:
 
 
 def test_every_lua_script_documents_its_keys_arguments_and_return() -> None:
-    folder = resources.files("stores") / "lua"
+    folder = resources.files("stores.redis") / "lua"
     scripts = [entry for entry in folder.iterdir() if entry.name.endswith(".lua")]
     assert {s.name for s in scripts} >= {"commit.lua", "task_save.lua", "task_load.lua", "task_list.lua"}
     for script in scripts:
@@ -113,7 +113,7 @@ def test_a_connection_is_held_for_one_call_only(monkeypatch: pytest.MonkeyPatch)
 
     import fakeredis
 
-    import stores.redis_connection as redis_backend
+    import stores.redis.connection as redis_backend
 
     backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="lent", connections=2)
     conn = backend.connection

@@ -16,7 +16,7 @@ from redis.crc import key_slot
 
 from quineling.a2a.task_facts import describe_task
 from stores import ChangeSet, Quota, RedisBackend, StoreError, StoreUnavailable, TaskLimits
-from stores import keys as store_keys
+from stores.redis import keys as store_keys
 from tests.conftest import ON_CLUSTER
 from tests.support import redis_cluster
 

@@ -28,8 +28,8 @@ from stores import (
     TaskQuery,
     TaskWrite,
 )
-from stores import keys as store_keys
-from stores.redis_connection import CLUSTER_SCHEMES, once_source
+from stores.redis import keys as store_keys
+from stores.redis.connection import CLUSTER_SCHEMES, once_source
 from tests.conftest import BACKENDS, FakeClock
 
 A, B = ("doc", "a"), ("doc", "b")

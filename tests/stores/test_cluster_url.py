@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from redis import exceptions as rex
 
-from stores import BACKENDS, MemoryBackend, RedisBackend, redis_connection
+from stores import BACKENDS, MemoryBackend, RedisBackend
 from stores.errors import StoreError, StoreUnavailable
-from stores.redis_connection import Connection, LazyCluster, cluster_auth, cluster_nodes
+from stores.redis import connection as redis_connection
+from stores.redis.connection import Connection, LazyCluster, cluster_auth, cluster_nodes
 from tests.support.live import free_port
 
 
@@ -117,7 +118,7 @@ def test_the_cluster_clients_own_failures_become_store_errors(error: Exception, 
 def test_the_cluster_client_finds_an_xreads_keys_itself() -> None:
     """No COMMAND GETKEYS round trip before each poll of an open stream (issue 27): the keys come from the
     arguments, and other commands keep redis-py's own way."""
-    from stores.redis_connection import _Cluster
+    from stores.redis.connection import _Cluster
 
     client = _Cluster.__new__(_Cluster)  # never connected: the method reads only its arguments
     assert client._get_command_keys("XREAD", "BLOCK", 1000, "STREAMS", "a", "0-0") == ["a"]

@@ -20,8 +20,8 @@ from stores import (
     TaskConflict,
     TaskLimits,
     TaskStoreFull,
-    keys,
 )
+from stores.redis import keys
 from tests.conftest import ON_CLUSTER, cluster_url
 from tests.support.redis_keys import delete_under
 

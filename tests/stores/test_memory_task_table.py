@@ -1,4 +1,4 @@
-"""The memory backend's per-partition task table (stores/memory_task_table.py): its running total and its
+"""The memory backend's per-partition task table (stores/memory/task_table.py): its running total and its
 lazy eviction heap agree with a full scan after any sequence of saves and removals, the heap stays bounded,
 and the table cannot be written around its bookkeeping."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from stores.memory_task_table import TaskRef, TaskTable
+from stores.memory.task_table import TaskRef, TaskTable
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ import pytest
 
 from quineling.a2a.task_facts import describe_task
 from stores import ChangeSet, Quota, RedisBackend, TaskLimits, TaskStore
-from stores import keys as store_keys
 from stores.base import TaskWrite, task_partition
 from stores.changes import Key, Lease
+from stores.redis import keys as store_keys
 from tests.conftest import BACKENDS, FakeClock
 
 from .test_task_store import INPUT, WORKING, task

@@ -13,7 +13,7 @@ import pytest
 
 from quineling.a2a.task_facts import describe_task
 from stores import RedisBackend, TaskLimits
-from stores import keys as store_keys
+from stores.redis import keys as store_keys
 from tests.conftest import BACKENDS, FakeClock
 
 from .test_task_store import task  # completed by default, so evictable

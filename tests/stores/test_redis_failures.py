@@ -19,12 +19,12 @@ import pytest
 import redis
 from redis import exceptions as rex
 
-import stores.redis_connection as redis_connection
-import stores.redis_tasks as redis_tasks
+import stores.redis.connection as redis_connection
+import stores.redis.tasks as redis_tasks
 from quineling.a2a.task_facts import describe_task
 from stores import ChangeSet, RedisBackend, StoreError, StoreUnavailable, TaskLimits, TaskQuery, TaskStore
 from stores.listing import parse_instant
-from stores.redis_connection import Connection
+from stores.redis.connection import Connection
 from tests.conftest import REDIS_URL, BackendMaker, needs_redis
 from tests.support.live import ROOT
 from tests.support.redis_keys import delete_under
@@ -465,7 +465,7 @@ def test_the_connection_check_polls_the_os_socket_under_gevent_too() -> None:
     probe_code = (
         "from gevent import monkey; monkey.patch_all()\n"
         "import select\n"
-        "from stores.redis_connection import _os_poll\n"
+        "from stores.redis.connection import _os_poll\n"
         "assert select.poll is not monkey.get_original('select', 'poll'), 'gevent patched nothing'\n"
         "assert _os_poll() is monkey.get_original('select', 'poll')\n"
     )

@@ -13,7 +13,7 @@ import redis
 
 from quineling.app import create_app, serving_app
 from stores import RedisBackend
-from stores.redis import NO_PERSISTENCE
+from stores.redis.store import NO_PERSISTENCE
 from tests.support.redis_server import PrivateRedis, needs_redis_server, private_redis
 
 pytestmark = pytest.mark.slow

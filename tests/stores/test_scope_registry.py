@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from quineling.a2a.task_facts import describe_task
 from stores import Backend, ChangeSet, Lease, Quota, RedisBackend, ScopeLimitReached, ScopeLimits, TaskQuery
-from stores import keys as store_keys
 from stores.base import KeyClaim, TaskWrite
+from stores.redis import keys as store_keys
 from tests.conftest import BACKENDS, FakeClock
 from tests.support.redis_keys import keys_under
 

@@ -1,7 +1,7 @@
 """Finding, dumping and deleting a test's Redis keys by key prefix.
 
 Every test that touches real Redis (or fakeredis) gets its own prefix, so tests can share one database; the
-pattern that matches a prefix's keys comes from :mod:`stores.keys`, where every key the backend writes is
+pattern that matches a prefix's keys comes from :mod:`stores.redis.keys`, where every key the backend writes is
 spelled.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stores import keys
-from stores.redis_connection import make_client
+from stores.redis import keys
+from stores.redis.connection import make_client
 
 
 def keys_under(client: Any, prefix: str) -> list[bytes]:

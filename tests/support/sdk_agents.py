@@ -10,8 +10,6 @@ when their SDK is not installed.
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -19,17 +17,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
-import pytest
+from tests.support.tools import NODE_HOW_TO_GET, REQUIRE_INTEROP, require_tool
+from tests.support.tools import unavailable as tool_unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_DIR = ROOT / "tests" / "interop" / "js"
 
 
-def unavailable(reason: str) -> None:
-    if os.environ.get("QUINELING_REQUIRE_INTEROP"):
-        pytest.fail(f"QUINELING_REQUIRE_INTEROP is set but {reason}", pytrace=False)
-    pytest.skip(reason)
+def unavailable(reason: str) -> NoReturn:
+    tool_unavailable(reason, REQUIRE_INTEROP)
 
 
 @contextmanager
@@ -73,9 +71,7 @@ def _agent(command: list[str], cwd: Path, timeout: float = 30) -> Iterator[str]:
 @contextmanager
 def js_agent(mode: str = "full") -> Iterator[str]:
     """``mode``: ``full`` (JSON-RPC 1.0, HTTP+JSON 1.0, JSON-RPC 0.3) or ``v03`` (only JSON-RPC 0.3)."""
-    node = shutil.which("node")
-    if not node:
-        unavailable("node is not installed")
+    node = require_tool("node", NODE_HOW_TO_GET, REQUIRE_INTEROP)
     if (
         not (JS_DIR / "node_modules" / "@a2a-js" / "sdk").exists()
         or not (JS_DIR / "node_modules" / "express").exists()

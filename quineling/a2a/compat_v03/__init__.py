@@ -11,6 +11,7 @@ from quineling.a2a.compat_v03.translate import error_to_v03
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import A2AError
 from quineling.a2a.service import A2AService
+from quineling.protocol.v03 import METHODS
 from stores.jsontypes import JSON
 
 
@@ -32,7 +33,7 @@ class V03Compat:
 
     def is_subscription(self, method: str) -> bool:
         """Whether ``method`` stays open waiting for a task's events (it holds a stream slot)."""
-        return method == "tasks/resubscribe"
+        return method == METHODS["SubscribeToTask"]
 
     def errors_as_stream(self, method: str) -> bool:
         """Whether even an immediate failure of ``method`` must be answered as an SSE stream."""

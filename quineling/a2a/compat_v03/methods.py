@@ -15,15 +15,18 @@ from quineling.a2a.compat_v03.params import send_params_to_v1, task_push_config_
 from quineling.a2a.compat_v03.translate import stream_response_to_v03, task_to_v03
 from quineling.a2a.errors import InvalidParamsError, MethodNotFoundError, TaskNotFoundError
 from quineling.a2a.event_ids import StreamEvent
+from quineling.protocol.v03 import METHODS, V03_METHODS, V03_STREAM_METHODS
 from stores.jsontypes import JSON as Json
 
-V03_STREAM_METHODS = frozenset({"message/stream", "tasks/resubscribe"})
+# The method table and the stream methods are the protocol's (re-exported for the bindings).
+__all__ = ["V03_METHODS", "V03_STREAM_METHODS", "call_v03", "is_stream_method", "resubscribe_always_sse"]
+_RESUBSCRIBE = METHODS["SubscribeToTask"]
 
 
 def resubscribe_always_sse(method: str) -> bool:
     """True when even an immediate failure must be answered as ``200 text/event-stream``: strict
     v0.3 clients reject any other content type on ``tasks/resubscribe``."""
-    return method == "tasks/resubscribe"
+    return method == _RESUBSCRIBE
 
 
 def is_stream_method(method: str) -> bool:
@@ -124,19 +127,20 @@ def _extended_card(service: Any, params: Json, ctx: Any) -> Json:
     return card_to_v03(service.get_extended_agent_card({}, ctx), superset=False)
 
 
-_METHODS: dict[str, Callable[[Any, Json, Any], Any]] = {
-    "message/send": _message_send,
-    "message/stream": _message_stream,
-    "tasks/get": _tasks_get,
-    "tasks/cancel": _tasks_cancel,
-    "tasks/resubscribe": _tasks_resubscribe,
-    "tasks/pushNotificationConfig/set": _push_set,
-    "tasks/pushNotificationConfig/get": _push_get,
-    "tasks/pushNotificationConfig/list": _push_list,
-    "tasks/pushNotificationConfig/delete": _push_delete,
-    "agent/getAuthenticatedExtendedCard": _extended_card,
+# The handler of each 1.0 operation v0.3 offers; _METHODS files them under their v0.3 method names.
+_HANDLERS: dict[str, Callable[[Any, Json, Any], Any]] = {
+    "SendMessage": _message_send,
+    "SendStreamingMessage": _message_stream,
+    "GetTask": _tasks_get,
+    "CancelTask": _tasks_cancel,
+    "SubscribeToTask": _tasks_resubscribe,
+    "CreateTaskPushNotificationConfig": _push_set,
+    "GetTaskPushNotificationConfig": _push_get,
+    "ListTaskPushNotificationConfigs": _push_list,
+    "DeleteTaskPushNotificationConfig": _push_delete,
+    "GetExtendedAgentCard": _extended_card,
 }
-V03_METHODS: frozenset[str] = frozenset(_METHODS)
+_METHODS = {METHODS[op]: handler for op, handler in _HANDLERS.items()}
 
 
 def call_v03(service: Any, method: str, params: Any, ctx: Any) -> Any:

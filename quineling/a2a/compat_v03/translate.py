@@ -22,46 +22,34 @@ from quineling.a2a.compat_v03._shape import (
     require_object,
 )
 from quineling.a2a.errors import A2AError, InternalError
+from quineling.protocol.v03 import (
+    DATA_PART_COMPAT,
+    FILE_CONTENT_TO_V03,
+    FILE_CONTENT_TO_V1,
+    PART_KINDS,
+    ROLES_TO_V1,
+    TERMINAL_V03_STATES,
+    file_labels_to_v03,
+    file_labels_to_v1,
+    is_user_role,
+    state_to_v03,
+)
 from stores.jsontypes import JSON as Json
 
-# Marks a v0.3 data part that wraps a non-object 1.0 value as {"value": …} (v0.3 data must be an object).
-DATA_PART_COMPAT = "data_part_compat"
 V03_EXTENDED_CARD_NOT_CONFIGURED = "Authenticated Extended Card not configured"
-
-_ROLES_TO_V1 = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
-_STATE_PAIRS = (
-    ("unknown", "TASK_STATE_UNSPECIFIED"),
-    ("submitted", "TASK_STATE_SUBMITTED"),
-    ("working", "TASK_STATE_WORKING"),
-    ("completed", "TASK_STATE_COMPLETED"),
-    ("failed", "TASK_STATE_FAILED"),
-    ("canceled", "TASK_STATE_CANCELED"),
-    ("input-required", "TASK_STATE_INPUT_REQUIRED"),
-    ("rejected", "TASK_STATE_REJECTED"),
-    ("auth-required", "TASK_STATE_AUTH_REQUIRED"),
-)  # in 1.0 enum-number order, so the index is the proto number
-_STATES_TO_V03 = {v1: v03 for v03, v1 in _STATE_PAIRS}
-TERMINAL_V03_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
 
 
 # --- enums ---------------------------------------------------------------------------------------------
 
 
 def role_to_v1(role: Any, path: str = "message.role") -> str:
-    if not isinstance(role, str) or role not in _ROLES_TO_V1:  # a list or object is unhashable
+    if not isinstance(role, str) or role not in ROLES_TO_V1:  # a list or object is unhashable
         raise invalid(path, "must be 'user' or 'agent'")
-    return _ROLES_TO_V1[role]
+    return ROLES_TO_V1[role]
 
 
 def role_to_v03(role: Any) -> str:
-    # v0.3 knows only two roles; everything that is not the user is the agent (JS and PY agree).
-    return "user" if role == "ROLE_USER" or (role == 1 and not isinstance(role, bool)) else "agent"
-
-
-def state_to_v03(state: Any) -> str:
-    if isinstance(state, int) and not isinstance(state, bool) and 0 <= state < len(_STATE_PAIRS):
-        return _STATE_PAIRS[state][0]
-    return _STATES_TO_V03.get(state, "unknown")
+    return "user" if is_user_role(role) else "agent"
 
 
 def is_final_v03(state: str) -> bool:
@@ -73,23 +61,18 @@ def is_final_v03(state: str) -> bool:
 
 def _infer_part_kind(part: Json) -> Any:
     """Tolerate a v0.3 part without ``kind`` when its content member says what it is."""
-    found = [kind for kind in ("text", "file", "data") if kind in part]
+    found = [kind for kind in PART_KINDS if kind in part]
     return found[0] if len(found) == 1 else None
 
 
 def _file_to_v1(file: Json, path: str) -> Json:
-    content = [name for name in ("bytes", "uri") if file.get(name) is not None]
+    content = [name for name in FILE_CONTENT_TO_V1 if file.get(name) is not None]
     if len(content) != 1:
         raise invalid(path, "must have exactly one of bytes or uri")
     name = content[0]
     if not isinstance(file[name], str):
         raise invalid(f"{path}.{name}", "must be a string")
-    out: Json = {"raw" if name == "bytes" else "url": file[name]}
-    if file.get("name"):
-        out["filename"] = file["name"]
-    if file.get("mimeType"):
-        out["mediaType"] = file["mimeType"]
-    return out
+    return {FILE_CONTENT_TO_V1[name]: file[name], **file_labels_to_v1(file)}
 
 
 def part_to_v1(part: Any, path: str = "part") -> Json:
@@ -122,11 +105,8 @@ def part_to_v03(part: Json) -> Json:
     if part.get("text") is not None:
         out: Json = {"kind": "text", "text": part["text"]}
     elif part.get("raw") is not None or part.get("url") is not None:
-        file: Json = {"bytes": part["raw"]} if part.get("raw") is not None else {"uri": part["url"]}
-        if part.get("filename"):
-            file["name"] = part["filename"]
-        if part.get("mediaType"):
-            file["mimeType"] = part["mediaType"]
+        member = "raw" if part.get("raw") is not None else "url"
+        file: Json = {FILE_CONTENT_TO_V03[member]: part[member], **file_labels_to_v03(part)}
         out = {"kind": "file", "file": file}
     elif "data" in part:
         data = copy.deepcopy(part["data"])

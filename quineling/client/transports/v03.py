@@ -9,6 +9,7 @@ from quineling.client import v03
 from quineling.client.errors import AgentError
 from quineling.client.transports.base import JSONDict
 from quineling.client.transports.jsonrpc import JsonRpcTransport
+from quineling.protocol.v03 import METHODS
 
 
 class V03Transport(JsonRpcTransport):
@@ -16,7 +17,7 @@ class V03Transport(JsonRpcTransport):
 
     def method(self, op: str) -> str:
         try:
-            return v03.METHODS[op]
+            return METHODS[op]
         except KeyError:
             raise AgentError(
                 f"{op}: A2A v0.3 JSON-RPC has no such method (the agent offers only v0.3)",
