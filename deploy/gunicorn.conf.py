@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import sys
 
+from quineling.server.open_files import ensure_or_exit
 from quineling.server.options import gunicorn_options
 from quineling.settings import ConfigError, load_settings
 
 try:
-    globals().update(gunicorn_options(load_settings()))
+    _settings = load_settings()
+    globals().update(gunicorn_options(_settings))
 except ConfigError as exc:
     sys.exit(f"quineling: {exc}")
+# Enough open files for the configured bounds, or a refusal (exit 3) that says so (docs/deployment.md).
+ensure_or_exit(_settings)

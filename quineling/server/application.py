@@ -21,6 +21,6 @@ class Server(BaseApplication):
     # The Flask app. types-gunicorn spells a WSGI app's start_response differently from Flask's (typeshed)
     # WSGI types, so Flask does not match its return type although gunicorn serves it as WSGI.
     def load(self) -> Any:
-        from quineling.app import create_app
+        from quineling.app import serving_app
 
-        return create_app()
+        return serving_app()

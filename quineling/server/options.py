@@ -69,6 +69,9 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
         "workers": settings.workers,
         "worker_connections": settings.worker_connections,
+        # Each worker listens on a socket of its own (gunicorn makes one in every worker it forks), so the
+        # kernel spreads new connections evenly (docs/performance.md, "Spread over workers").
+        "reuse_port": settings.reuse_port,
         # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,
         # and a worker whose loop is stuck this long (a blocking call under gevent, say) is replaced.
         "timeout": 30,
