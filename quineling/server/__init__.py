@@ -1,7 +1,7 @@
-"""The gunicorn process: its options (:mod:`.options`), its hooks (:mod:`.hooks`), the start-up banner and
-store probe (:mod:`.startup`), the metrics directory (:mod:`.metrics_dir`), the logger class
-(:mod:`.gunicorn_log`), the lean worker (:mod:`.lean_worker`) and its request-head reader
-(:mod:`.request_head`), and ``quineling serve``'s application (:mod:`.application`).
+"""The gunicorn process: its options (:mod:`.options`), its hooks (:mod:`.hooks`), the start-up banner, store
+probe and port check (:mod:`.startup`), the open-files check (:mod:`.open_files`), the metrics directory
+(:mod:`.metrics_dir`), the logger class (:mod:`.gunicorn_log`), the lean worker (:mod:`.lean_worker`) and its
+request-head reader (:mod:`.request_head`), and ``quineling serve``'s application (:mod:`.application`).
 
 The top of the layers: it loads the app (in each worker) and nothing of the app imports it; what the app asks
 of its worker while serving (is it stopping, close this connection) goes through :mod:`quineling.worker_state`,
