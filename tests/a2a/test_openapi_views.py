@@ -52,7 +52,10 @@ def test_each_operation_is_described_by_its_view() -> None:
         for failure in answers.failures:  # every failure the view names is a documented answer
             response = served[name]["responses"][str(failure.status)]
             line = next(line for line in response["description"].splitlines() if failure.when in line)
-            assert line.startswith(f"- `{failure.error.reason}`: "), (name, failure)  # (maybe after a shared one)
+            assert line.startswith(f"- `{failure.error.reason}`: "), (
+                name,
+                failure,
+            )  # (maybe after a shared one)
         assert ANSWERS_KEY not in operation  # the view's notes to the document are not part of it
     assert seen == {name for name in served if not name.endswith("ForTenant")}
 
