@@ -35,6 +35,7 @@ from quineling.a2a.endpoints import (
     REST_PREFIX,
     under,
 )
+from quineling.a2a.errors import from_http_exception
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.lean_jsonrpc import EXTENSION_KEY as LEAN_EXTENSION
 from quineling.a2a.lean_jsonrpc import LeanJsonRpc
@@ -164,7 +165,11 @@ def create_app(
     _register_metrics(app)
     if credentials is not None:
         # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
-        public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
+        public = [
+            f"{REST_PREFIX}/openapi.json",
+            f"{REST_PREFIX}/{openapi.DOCS_PATH}",
+            f"{REST_PREFIX}/{openapi.DOCS_PATH}/",  # the redirect to the page, and the page's assets
+        ]
         authentication.install(
             app,
             credentials,
@@ -239,16 +244,35 @@ def _scope_registry(settings: Settings, backend: Backend | None) -> ScopeRegistr
 
 def _register_routing_errors(app: Flask) -> None:
     """Routing errors (404, 405) happen outside the blueprints: answer them in the shape of the binding whose
-    path was asked for, and as werkzeug does elsewhere."""
+    path was asked for; on any other path as JSON too (never Flask's HTML page), the google.rpc.Status of the
+    HTTP+JSON binding without an A2A ErrorInfo, since no A2A method was asked for."""
 
     def handle(exc: HTTPException) -> Response | HTTPException:
-        if under(request.path, REST_PREFIX):
-            return rest.routing_error(exc)
         if under(request.path, JSONRPC_PATH):
             return jsonrpc.routing_error(exc)
+        if under(request.path, REST_PREFIX):
+            return rest.routing_error(exc)
+        if exc.code in (404, 405):
+            status = from_http_exception(exc).to_rest()["error"]["status"]
+            answer = jsonify({"error": {"code": exc.code, "status": status, "message": exc.description}})
+            answer.status_code = exc.code
+            answer.headers.extend(h for h in exc.get_headers() if h[0].lower() == "allow")
+            return answer
         return exc
 
     app.register_error_handler(HTTPException, handle)
+
+
+def serving_app() -> Flask:
+    """The app a server's worker serves (``wsgi.py``, ``quineling serve``): :func:`create_app`, then a warning
+    in the log for each thing an operator should know about the store (``Backend.warnings``: a Redis that
+    persists nothing, say), which ``/readyz`` lists too."""
+    app = create_app()
+    backend = app.extensions["quineling"].extras["backend"]
+    if backend is not None:
+        for warning in backend.warnings():
+            log.warning("store: %s", warning)
+    return app
 
 
 def _store_options(settings: Settings) -> dict[str, Any]:
@@ -258,6 +282,8 @@ def _store_options(settings: Settings) -> dict[str, Any]:
         "socket_connect_timeout": settings.redis_connect_timeout_seconds,
         "socket_timeout": settings.redis_timeout_seconds,
         "max_block_seconds": settings.keepalive_seconds,
+        "connections": settings.store_connections,
+        "blocking_connections": settings.blocking_store_limit,
         **store_tls_options(settings),
     }
 
@@ -316,6 +342,10 @@ def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None)
         except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
             log.warning("readiness check failed: %s", exc)
             return jsonify(status="unavailable", error=type(exc).__name__), 503
+        # Ready, but an operator should know (a Redis that persists nothing, say; docs/deployment.md).
+        warnings = backend.warnings() if backend is not None else []
+        if warnings:
+            return jsonify(status="ok", warnings=warnings), 200
         return jsonify(status="ok"), 200
 
 

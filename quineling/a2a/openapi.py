@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-from flask import Blueprint, Flask, Response, send_from_directory
+from flask import Blueprint, Flask, Response, redirect, request, send_from_directory
 from flask_smorest import Api
 from flask_smorest import Blueprint as SmorestBlueprint
 
@@ -25,7 +25,7 @@ from quineling.a2a.binding import EXTENSION_NAME
 from quineling.a2a.card import BEARER_SCHEME
 from quineling.a2a.error_answers import error_components
 from quineling.a2a.openapi_plugin import Documenter, Facts
-from quineling.a2a.openapi_schemas import request_components
+from quineling.a2a.openapi_schemas import request_components, response_components
 
 DOCS_PATH = "docs"  # the page, under the binding's prefix
 ASSETS_PATH = "docs/assets"  # Swagger UI's files, under the binding's prefix
@@ -90,7 +90,7 @@ def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
     if facts.bearer is not None:
         spec_kwargs["security"] = [{BEARER_SCHEME: []}]  # every operation; the scheme is declared below
     api = Api(app, spec_kwargs=spec_kwargs)
-    for name, schema in {**error_components(), **request_components()}.items():
+    for name, schema in {**error_components(), **request_components(), **response_components()}.items():
         api.spec.components.schema(name, component=schema)
     if facts.bearer is not None:
         # The card's scheme in OpenAPI's words, so the docs page's "Authorize" sends the token on "Try it out".
@@ -101,6 +101,14 @@ def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
     api.register_blueprint(blueprint)
     documenter.finish()
     app.register_blueprint(_assets_blueprint(prefix))
+    # The page with a trailing slash, as people type it: a permanent redirect to the page (under the mount
+    # point the request came through, if any).
+    app.add_url_rule(
+        f"{prefix}/{DOCS_PATH}/",
+        "a2a_rest_docs_slash",
+        lambda: redirect(f"{request.script_root}{prefix}/{DOCS_PATH}", code=308),
+        methods=["GET"],
+    )
     return api
 
 

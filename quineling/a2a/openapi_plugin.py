@@ -35,6 +35,7 @@ from quineling.a2a.error_answers import (
 from quineling.a2a.openapi_schemas import (
     BODY_FIELDS,
     INT32_MAX,
+    RESPONSE_FIELDS,
     enum_schema,
     stream_event_schema,
     version_pattern,
@@ -311,8 +312,8 @@ class Documenter(BasePlugin):
         elif schema.get("type") == "integer":
             schema.setdefault("format", "int32")
             schema.setdefault("maximum", INT32_MAX)
-        if parameter["name"] in doc.query:
-            parameter["example"] = doc.query[parameter["name"]]
+        # No `example` on a query parameter: Swagger UI pre-fills it on "Try it out", which would filter
+        # ListTasks down to one state and page size. The operation's curl example shows the values instead.
 
     def tenant_description(self) -> str:
         if self.facts.tenants is None:
@@ -337,6 +338,9 @@ class Documenter(BasePlugin):
         for (name, field_name), component in BODY_FIELDS.items():
             if name in schemas:
                 schemas[name]["properties"][field_name] = {"$ref": f"#/components/schemas/{component}"}
+        for (name, field_name), schema in RESPONSE_FIELDS.items():
+            if name in schemas:
+                schemas[name]["properties"][field_name] = copy.deepcopy(schema)
         for schema in schemas.values():
             tenant = schema.get("properties", {}).get("tenant")
             if isinstance(tenant, dict):

@@ -65,7 +65,7 @@ def request_components() -> dict[str, JSON]:
     """The schemas of the message, its parts and the send configuration."""
     text = {"type": "string", "nullable": True}
     strings = {"type": "array", "items": {"type": "string"}, "nullable": True}
-    obj = {"type": "object", "additionalProperties": {}, "nullable": True}
+    obj = {"type": "object", "additionalProperties": {}, "nullable": True, "example": {}}
     return {
         "Part": {
             "type": "object",
@@ -146,6 +146,72 @@ def request_components() -> dict[str, JSON]:
 BODY_FIELDS = {
     ("SendMessageRequest", "message"): "Message",
     ("SendMessageRequest", "configuration"): "SendMessageConfiguration",
+}
+
+
+def response_components() -> dict[str, JSON]:
+    """The schemas nested in answers that the response schemas (quineling/a2a/schemas.py) leave free-form."""
+    text = {"type": "string"}
+    obj = {"type": "object", "additionalProperties": {}, "example": {}}
+    status = {"$ref": "#/components/schemas/TaskStatus"}
+    return {
+        "Artifact": {
+            "type": "object",
+            "description": "An output of the task; this agent's result is the `quineling-result` artifact, one "
+            "data part holding `{operation, result}` (docs/runtime-operations.md).",
+            "required": ["artifactId", "parts"],
+            "properties": {
+                "artifactId": {**text, "example": "quineling-result"},
+                "name": text,
+                "description": text,
+                "parts": {"type": "array", "items": {"$ref": "#/components/schemas/Part"}},
+                "metadata": obj,
+                "extensions": {"type": "array", "items": text},
+            },
+        },
+        "TaskStatusUpdateEvent": {
+            "type": "object",
+            "description": "The task's status changed.",
+            "required": ["taskId", "contextId", "status"],
+            "properties": {"taskId": text, "contextId": text, "status": status, "metadata": obj},
+        },
+        "TaskArtifactUpdateEvent": {
+            "type": "object",
+            "description": "An artifact of the task was added or extended.",
+            "required": ["taskId", "contextId", "artifact"],
+            "properties": {
+                "taskId": text,
+                "contextId": text,
+                "artifact": {"$ref": "#/components/schemas/Artifact"},
+                "append": {"type": "boolean"},
+                "lastChunk": {"type": "boolean"},
+                "metadata": obj,
+            },
+        },
+    }
+
+
+def _ref(name: str) -> JSON:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+# Answer fields the same: documented by their real schema, so the page shows their fields (a free-form
+# object would show Swagger UI's placeholder `additionalProp1`).
+RESPONSE_FIELDS: dict[tuple[str, str], JSON] = {
+    ("TaskStatus", "message"): _ref("Message"),
+    ("Task", "artifacts"): {"type": "array", "items": _ref("Artifact")},
+    ("Task", "history"): {"type": "array", "items": _ref("Message")},
+    ("Task", "metadata"): {
+        "type": "object",
+        "additionalProperties": {},
+        "description": "`generation`: how many times the task has changed (the long-poll's "
+        "`currentGeneration` waits for a higher one)",
+        "example": {"generation": 3},
+    },
+    ("SendMessageResponse", "message"): _ref("Message"),
+    ("StreamResponse", "message"): _ref("Message"),
+    ("StreamResponse", "statusUpdate"): _ref("TaskStatusUpdateEvent"),
+    ("StreamResponse", "artifactUpdate"): _ref("TaskArtifactUpdateEvent"),
 }
 
 
