@@ -201,13 +201,6 @@ RESPONSE_FIELDS: dict[tuple[str, str], JSON] = {
     ("TaskStatus", "message"): _ref("Message"),
     ("Task", "artifacts"): {"type": "array", "items": _ref("Artifact")},
     ("Task", "history"): {"type": "array", "items": _ref("Message")},
-    ("Task", "metadata"): {
-        "type": "object",
-        "additionalProperties": {},
-        "description": "`generation`: how many times the task has changed (the long-poll's "
-        "`currentGeneration` waits for a higher one)",
-        "example": {"generation": 3},
-    },
     ("SendMessageResponse", "message"): _ref("Message"),
     ("StreamResponse", "message"): _ref("Message"),
     ("StreamResponse", "statusUpdate"): _ref("TaskStatusUpdateEvent"),
