@@ -55,6 +55,9 @@ class Settings:
     # the same either way, so this is for measuring and for ruling the lean path out.
     lean_jsonrpc: bool = True
     request_limit_bytes: int = 2 * MIB
+    # A request body not fully received this long after its head is answered 408 and its connection closed
+    # (docs/security.md, "Slow clients"): a client that trickles a body holds a connection for no longer.
+    body_timeout_seconds: float = 30.0
     task_max: int = 128
     task_max_bytes: int = 64 * MIB
     task_max_task_bytes: int = 16 * MIB
@@ -157,7 +160,7 @@ _POSITIVE = {
     "request_limit_bytes", "task_max", "task_max_bytes", "task_max_task_bytes", "task_ttl_seconds",
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
-    "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
+    "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys", "body_timeout_seconds",
 }  # fmt: skip
 MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0

@@ -123,16 +123,18 @@ class LeanGeventWorker(GeventWorker):
                 buffer[:end], self._request_line, cfg.limit_request_fields, cfg.limit_request_field_size
             )
             length = None if fields is None else content_length(fields, lean.state.request_limit_bytes)
-            if fields is None or length is None:
+            # Judged from the head before any of the body is waited for: a request the lean path would decline
+            # (no valid credential, say) goes to gunicorn and Flask now, which refuse it unread and close.
+            if fields is None or length is None or not lean.admit(fields):
                 return buffer, {}
             started = time.perf_counter()
             start = end + len(HEAD_END)
             stop = start + length
-            while len(buffer) < stop:  # the rest of the body: no deadline, as gunicorn reads one
-                data = client.recv(max(65536, stop - len(buffer)))
-                if not data:
+            if len(buffer) < stop:
+                whole = self._read_body(client, buffer, stop)
+                if whole is None:
                     return None
-                buffer += data
+                buffer = whole
             environ: dict[str, Any] = fields
             environ.update(
                 REQUEST_METHOD="POST",
@@ -160,6 +162,26 @@ class LeanGeventWorker(GeventWorker):
                 return None
             buffer = buffer[stop:]
             take_turn(self, None, environ, None)
+
+    def _read_body(self, client: Any, buffer: bytes, stop: int) -> bytes | None:
+        """``buffer`` read on to ``stop`` bytes; ``None``: the client closed first (it is not answered), or the
+        body did not arrive within the body deadline (answered 408, and the connection closes)."""
+        timer = gevent.Timeout.start_new(self.lean.state.body_timeout_seconds)
+        try:
+            while len(buffer) < stop:
+                data = client.recv(max(65536, stop - len(buffer)))
+                if not data:
+                    return None
+                buffer += data
+            return buffer
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
+            status, headers, payload = self.lean.timed_out()
+            client.sendall(self._response(headers, payload, True, f"{status} Request Timeout"))
+            return None
+        finally:
+            timer.close()
 
     def _read_head(self, client: Any, buffer: bytes) -> tuple[bytes, int]:
         """``buffer`` read on until it holds a whole head, with the head's end; -1: the head is gunicorn's (not
@@ -191,13 +213,15 @@ class LeanGeventWorker(GeventWorker):
             if timer is not None:
                 timer.close()
 
-    def _response(self, headers: list[tuple[str, str]], payload: bytes, closing: bool) -> bytes:
+    def _response(
+        self, headers: list[tuple[str, str]], payload: bytes, closing: bool, status: str = "200 OK"
+    ) -> bytes:
         """The response as gunicorn writes one: its status line and default headers, then the app's."""
         now = int(time.time())
         if self._date[0] != now:
             self._date = (now, f"Date: {util.http_date(now)}\r\n")
         head = [
-            f"HTTP/1.1 200 OK\r\nServer: {SERVER}\r\n",
+            f"HTTP/1.1 {status}\r\nServer: {SERVER}\r\n",
             self._date[1],
             "Connection: close\r\n" if closing else "Connection: keep-alive\r\n",
             *[f"{name}: {value}\r\n" for name, value in headers],
