@@ -118,7 +118,7 @@ class LeanGeventWorker(GeventWorker):
                 if end == -2:
                     return None
                 if end < 0:
-                    return buffer, {}
+                    return buffer, lean.carried({})
             fields = read_head(
                 buffer[:end], self._request_line, cfg.limit_request_fields, cfg.limit_request_field_size
             )
@@ -126,7 +126,7 @@ class LeanGeventWorker(GeventWorker):
             # Judged from the head before any of the body is waited for: a request the lean path would decline
             # (no valid credential, say) goes to gunicorn and Flask now, which refuse it unread and close.
             if fields is None or length is None or not lean.admit(fields):
-                return buffer, {}
+                return buffer, lean.carried({})
             started = time.perf_counter()
             start = end + len(HEAD_END)
             stop = start + length

@@ -48,6 +48,7 @@ LEAN_METHODS: dict[str, Method] = {
 # Where the app publishes this path in ``app.extensions``, for the lean worker (quineling/lean_worker.py).
 EXTENSION_KEY = "quineling.lean_jsonrpc"
 _SERVER_INPUT = "quineling.lean.server_input"
+_DECLINED = "quineling.lean.declined"  # the lean worker declined the request: Flask's alone
 _PRINCIPAL = "quineling.lean.principal"  # who the head's credential names (admit)
 _HANDED_ON = object()  # what _count says of a request that Flask is to answer
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
@@ -88,6 +89,7 @@ class LeanJsonRpc:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if (
             self.enabled
+            and _DECLINED not in environ  # the lean worker's look at it, handed over: not a second one
             and environ.get("PATH_INFO") == JSONRPC_PATH
             and environ.get("REQUEST_METHOD") == "POST"
         ):
@@ -148,8 +150,11 @@ class LeanJsonRpc:
     @staticmethod
     def carried(environ: dict[str, Any]) -> dict[str, Any]:
         """What a request :meth:`serve` declined must take to Flask when it reaches Flask in another environ
-        (the lean worker's hand-over): a rate-limit refusal already counted."""
-        return {VERDICT_KEY: environ[VERDICT_KEY]} if VERDICT_KEY in environ else {}
+        (the lean worker's hand-over): that it was declined, so this middleware does not look at it (count it,
+        authenticate it) again, and a rate-limit refusal already counted."""
+        if VERDICT_KEY in environ:
+            return {_DECLINED: True, VERDICT_KEY: environ[VERDICT_KEY]}
+        return {_DECLINED: True}
 
     def admit(self, environ: dict[str, Any]) -> bool:
         """Whether the request may be the lean path's, judged from its head alone, before any of its body is
