@@ -193,8 +193,8 @@ class LeanGeventWorker(GeventWorker):
                 line = self._request_line
                 if not (buffer.startswith(line) if len(buffer) >= len(line) else line.startswith(buffer)):
                     return buffer, -1
-                if len(buffer) > HEAD_LIMIT:
-                    return buffer, -1
+                if len(buffer) > HEAD_LIMIT or buffer.count(b"\n") != buffer.count(b"\r\n"):
+                    return buffer, -1  # a bare LF: a head this reader never ends; gunicorn refuses it (400)
                 data = _ready(client) if timer is None else None
                 if data is None:
                     timer = timer or gevent.Timeout.start_new(self.cfg.keepalive)

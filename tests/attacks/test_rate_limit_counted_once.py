@@ -19,7 +19,10 @@ HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 @pytest.mark.parametrize("keep_alive", [True, False], ids=["one-connection", "new-connections"])
 @pytest.mark.parametrize("lean", [1, 0], ids=["lean", "flask"])
 def test_refusals_are_counted_once(lean: int, keep_alive: bool) -> None:
-    with live_server(rate_limit="2/second;10/minute", lean_jsonrpc=lean) as server, requests.Session() as session:
+    with (
+        live_server(rate_limit="2/second;10/minute", lean_jsonrpc=lean) as server,
+        requests.Session() as session,
+    ):
         post = session.post if keep_alive else requests.post
         url = server.url("/a2a/jsonrpc")
         second = time.monotonic()
