@@ -190,8 +190,10 @@ class OriginGuard:
         found = split_host(host) if host is not None else None
         if found is None:
             return False
-        return origin[0] == scheme and origin[1] == found[0] and origin[2] == (
-            DEFAULT_PORTS[origin[0]] if found[1] is None else found[1]
+        return (
+            origin[0] == scheme
+            and origin[1] == found[0]
+            and origin[2] == (DEFAULT_PORTS[origin[0]] if found[1] is None else found[1])
         )
 
 
