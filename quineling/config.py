@@ -151,7 +151,13 @@ class Settings:
 
     @property
     def advertised_url(self) -> str:
-        return (self.base_url or f"http://{self.a2a_host}:{self.a2a_port}").rstrip("/")
+        return (self.base_url or f"http://{self.host_in_url}:{self.a2a_port}").rstrip("/")
+
+    @property
+    def host_in_url(self) -> str:
+        """``a2a_host`` as a URL or a bind address names it: a bare IPv6 address (``::1``) in brackets."""
+        host = self.a2a_host
+        return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 _FALSE = {"0", "false", "off", "no"}
@@ -549,7 +555,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
         raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
     options: dict[str, Any] = {
-        "bind": f"{settings.a2a_host}:{settings.a2a_port}",
+        "bind": f"{settings.host_in_url}:{settings.a2a_port}",
         # gevent: gunicorn's gevent worker, with the lean JSON-RPC path's calls read before gunicorn's parser.
         "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
         "workers": settings.workers,
