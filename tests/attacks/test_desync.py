@@ -165,3 +165,25 @@ def test_a_bare_lf_head_alone_is_refused_at_once(
     statuses, closed, seconds = _outcome(by_path[path], raw, half_close=False)
     assert statuses == [400] and closed
     assert seconds < 2  # not after the keep-alive time
+
+
+@pytest.mark.parametrize("path", ["lean", "plain"])
+def test_script_name_and_path_info_headers_from_loopback_are_ignored(
+    path: str, servers: tuple[dict[str, LiveServer], str]
+) -> None:
+    """gunicorn would take them from a loopback client by default: not here (docs/security.md, "Proxies")."""
+    server = servers[0][path]
+    for extra in (
+        b"SCRIPT_NAME: /.well-known\r\n",
+        b"PATH_INFO: /healthz\r\n",
+        b"Script-Name: /.well-known\r\n",
+    ):
+        raw = (
+            b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+            + extra
+            + b"\r\n"
+        )
+        answers, _ = exchange(server, raw, most=1, timeout=5)
+        assert [answer.status for answer in answers] == [200], extra
+        card = answers[0].json()
+        assert isinstance(card, dict) and card["supportedInterfaces"][0]["url"] == server.url("/a2a/jsonrpc")
