@@ -12,7 +12,10 @@ call without gunicorn's machinery around it:
   declines: then every byte read so far is handed to gunicorn's own handler with the connection, which reads
   them first and serves that connection from then on, exactly as the stock worker does.
 
-Nothing is refused here: a request this worker does not serve reaches gunicorn byte for byte. What the lean
+A request is judged from its head before its body is waited for (the lean path's ``admit``: a missing or
+invalid credential, say, sends it to gunicorn and Flask at once, which refuse it unread and close), and a body
+gets ``QUINELING_BODY_TIMEOUT_SECONDS`` to arrive (then 408, and the connection closes). Nothing else is
+refused here: a request this worker does not serve reaches gunicorn byte for byte. What the lean
 path counted against a rate budget before declining travels with the request (``carried``), so Flask does not
 count it again. Without the lean path (``QUINELING_LEAN_JSONRPC=0``), with TLS, the PROXY protocol, HTTP/2
 prior knowledge, keep-alive off or an access log in the text format, and on a Unix socket, every connection
