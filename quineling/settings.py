@@ -61,6 +61,9 @@ class Settings:
     # the same either way, so this is for measuring and for ruling the lean path out.
     lean_jsonrpc: bool = True
     request_limit_bytes: int = 2 * MIB
+    # A request body not fully received this long after its head is answered 408 and its connection closed
+    # (docs/security.md, "Slow clients"): a client that trickles a body holds a connection for no longer.
+    body_timeout_seconds: float = 30.0
     task_max: int = 128
     task_max_bytes: int = 64 * MIB
     task_max_task_bytes: int = 16 * MIB
@@ -166,7 +169,13 @@ class Settings:
 
     @property
     def advertised_url(self) -> str:
-        return (self.base_url or f"http://{self.a2a_host}:{self.a2a_port}").rstrip("/")
+        return (self.base_url or f"http://{self.host_in_url}:{self.a2a_port}").rstrip("/")
+
+    @property
+    def host_in_url(self) -> str:
+        """``a2a_host`` as a URL or a bind address names it: a bare IPv6 address (``::1``) in brackets."""
+        host = self.a2a_host
+        return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 _FALSE = {"0", "false", "off", "no"}
@@ -176,7 +185,7 @@ _POSITIVE = {
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
     "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
-    "store_connections",
+    "store_connections", "body_timeout_seconds",
 }  # fmt: skip
 MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0

@@ -64,7 +64,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
         raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
     options: dict[str, Any] = {
-        "bind": f"{settings.a2a_host}:{settings.a2a_port}",
+        "bind": f"{settings.host_in_url}:{settings.a2a_port}",
         # gevent: gunicorn's gevent worker, with the lean JSON-RPC path's calls read before gunicorn's parser.
         "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
         "workers": settings.workers,
@@ -82,6 +82,11 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # complete request headers, after which the connection is closed (a slow-header client costs a
         # greenlet for at most this long).
         "keepalive": 5,
+        # gunicorn lets a client in forwarded_allow_ips (loopback by default) set SCRIPT_NAME and PATH_INFO
+        # by header, which moves the routes and the URLs the app builds; no client is trusted to (a
+        # deployment under a path prefix sets QUINELING_BASE_URL and has its proxy strip the prefix), so the
+        # headers are dropped like any other with an underscore (docs/security.md, "Proxies").
+        "forwarder_headers": "",
         "post_worker_init": _watch_worker,
         "pre_request": remember_request,
         # Under gevent, every answered request gives the other connections one turn (take_turn).
