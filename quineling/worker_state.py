@@ -1,12 +1,16 @@
 """What the app may ask of the gunicorn worker serving it, while it serves a request: whether the worker has been
-told to stop, and to close the connection of a request. The process layer (:mod:`quineling.server.hooks`)
-records the worker and each request here through gunicorn's hooks; the app only reads, and never imports the
-process layer. In process (tests, ``flask run``) nothing is recorded: the worker never stops and closing is a
-no-op. Standard library only."""
+told to stop, to close the connection of a request, and a deadline for reads on its socket in the worker's
+concurrency model (gevent or threads). The process layer (:mod:`quineling.server.hooks`) records the worker and
+each request here through gunicorn's hooks; the app only reads, and never imports the process layer. In process
+(tests, ``flask run``) nothing is recorded: the worker never stops and closing is a no-op. Standard library
+only, and gevent only where a gevent worker has already patched it in."""
 
 from __future__ import annotations
 
+import sys
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 # gunicorn's request of each WSGI input stream being served (environ["wsgi.input"] is the request's body), so
@@ -47,3 +51,31 @@ def worker_stopping() -> bool:
     """True once the gunicorn worker of this process has been told to stop (``SIGTERM``, a restart): open
     streams then end, instead of holding the shutdown for ``graceful_timeout``."""
     return _serving_worker is not None and not _serving_worker.alive
+
+
+@contextmanager
+def within(sock: Any, timeout: float | None) -> Iterator[None]:
+    """Reads of the body inside end with ``TimeoutError`` once ``timeout`` seconds have passed. Under gevent
+    a deadline for the whole body; otherwise (gthread) each wait of the server's socket ``sock`` is bounded
+    by it (a client that sends a byte within every ``timeout`` still gets through, as with gunicorn's own
+    timeout). ``None`` or no socket: no deadline (in-process)."""
+    if not timeout or sock is None:
+        yield
+        return
+    if _gevent_patched():
+        import gevent  # type: ignore[import-untyped]  # the worker's, patched
+
+        with gevent.Timeout(timeout, TimeoutError):
+            yield
+        return
+    previous = sock.gettimeout()
+    sock.settimeout(timeout)
+    try:
+        yield
+    finally:
+        sock.settimeout(previous)
+
+
+def _gevent_patched() -> bool:
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and bool(monkey.is_module_patched("socket"))

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -26,7 +23,7 @@ from quineling.a2a.errors import (
     InvalidRequestError,
     JSONParseError,
 )
-from quineling.worker_state import close_connection, worker_stopping
+from quineling.worker_state import close_connection, within, worker_stopping
 from stores import codec
 
 # Arrays and objects a request object (the HTTP+JSON body, the JSON-RPC ``params``) may nest, itself included.
@@ -84,34 +81,6 @@ def read_limited(limit: int, timeout: float | None = None) -> bytes:
     if declared is not None and size < declared:  # the client closed its side before the body's end
         raise InvalidRequestError(f"The request body ended after {size} of its {declared} bytes")
     return b"".join(chunks)
-
-
-@contextmanager
-def within(sock: Any, timeout: float | None) -> Iterator[None]:
-    """Reads of the body inside end with ``TimeoutError`` once ``timeout`` seconds have passed. Under gevent
-    a deadline for the whole body; otherwise (gthread) each wait of the server's socket ``sock`` is bounded
-    by it (a client that sends a byte within every ``timeout`` still gets through, as with gunicorn's own
-    timeout). ``None`` or no socket: no deadline (in-process)."""
-    if not timeout or sock is None:
-        yield
-        return
-    if _gevent_patched():
-        import gevent  # type: ignore[import-untyped]  # the worker's, patched
-
-        with gevent.Timeout(timeout, TimeoutError):
-            yield
-        return
-    previous = sock.gettimeout()
-    sock.settimeout(timeout)
-    try:
-        yield
-    finally:
-        sock.settimeout(previous)
-
-
-def _gevent_patched() -> bool:
-    monkey = sys.modules.get("gevent.monkey")
-    return monkey is not None and bool(monkey.is_module_patched("socket"))
 
 
 def body_timed_out(timeout: float) -> InvalidRequestError:

@@ -36,7 +36,7 @@ from quineling.a2a.sse import compact
 from quineling.a2a.versions import normalize_version
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
 from quineling.observe import notes
-from quineling.worker_state import close_connection, worker_stopping
+from quineling.worker_state import close_connection, within, worker_stopping
 from stores.errors import StoreError
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -210,7 +210,7 @@ class LeanJsonRpc:
         if isinstance(original, io.BytesIO):
             raw = original.read(length)
         else:
-            with request_body.within(environ.get("gunicorn.socket"), self.state.body_timeout_seconds):
+            with within(environ.get("gunicorn.socket"), self.state.body_timeout_seconds):
                 raw = original.read(length)
         environ["wsgi.input"] = io.BytesIO(raw)  # for Flask, should it answer after all
         environ[_SERVER_INPUT] = (
