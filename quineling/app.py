@@ -35,6 +35,7 @@ from quineling.a2a.endpoints import (
     REST_PREFIX,
     under,
 )
+from quineling.a2a.errors import from_http_exception
 from quineling.a2a.executor import Dispatcher
 from quineling.a2a.lean_jsonrpc import EXTENSION_KEY as LEAN_EXTENSION
 from quineling.a2a.lean_jsonrpc import LeanJsonRpc
@@ -207,7 +208,11 @@ def _install_pipeline(
     _register_health(app, task_store, backend)
     _register_metrics(app)
     if credentials is not None:
-        public = [f"{REST_PREFIX}/openapi.json", f"{REST_PREFIX}/{openapi.DOCS_PATH}"]
+        public = [
+            f"{REST_PREFIX}/openapi.json",
+            f"{REST_PREFIX}/{openapi.DOCS_PATH}",
+            f"{REST_PREFIX}/{openapi.DOCS_PATH}/",  # the redirect to the page, and the page's assets
+        ]
         authentication.install(
             app,
             credentials,
@@ -269,13 +274,20 @@ def _scope_registry(settings: Settings, backend: Backend | None) -> ScopeRegistr
 
 def _register_routing_errors(app: Flask) -> None:
     """Routing errors (404, 405) happen outside the blueprints: answer them in the shape of the binding whose
-    path was asked for, and as werkzeug does elsewhere."""
+    path was asked for; on any other path as JSON too (never Flask's HTML page), the google.rpc.Status of the
+    HTTP+JSON binding without an A2A ErrorInfo, since no A2A method was asked for."""
 
     def handle(exc: HTTPException) -> Response | HTTPException:
-        if under(request.path, REST_PREFIX):
-            return rest.routing_error(exc)
         if under(request.path, JSONRPC_PATH):
             return jsonrpc.routing_error(exc)
+        if under(request.path, REST_PREFIX):
+            return rest.routing_error(exc)
+        if exc.code in (404, 405):
+            status = from_http_exception(exc).to_rest()["error"]["status"]
+            answer = jsonify({"error": {"code": exc.code, "status": status, "message": exc.description}})
+            answer.status_code = exc.code
+            answer.headers.extend(h for h in exc.get_headers() if h[0].lower() == "allow")
+            return answer
         return exc
 
     app.register_error_handler(HTTPException, handle)

@@ -13,11 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from quineling.operator_output import USAGE, OperatorParser, UsageError, add_output_option, fail, json_asked
+
 
 def serve(args: argparse.Namespace) -> int:
     from gunicorn.app.base import BaseApplication
 
     from quineling.config import ConfigError, gunicorn_options, load_settings
+    from quineling.startup import port_taken
 
     if args.port is not None:
         os.environ["QUINELING_A2A_PORT"] = str(args.port)
@@ -25,9 +28,14 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["QUINELING_A2A_HOST"] = args.host
     try:
         # Validate here, naming the bad variable, rather than inside a worker.
-        options = gunicorn_options(load_settings())
+        settings = load_settings()
+        options = gunicorn_options(settings)
     except ConfigError as exc:
         print(f"quineling: {exc}", file=sys.stderr)
+        return 2
+    taken = port_taken(settings.a2a_host, settings.a2a_port)
+    if taken is not None:
+        print(f"quineling: {taken}; choose another with --port or QUINELING_A2A_PORT", file=sys.stderr)
         return 2
 
     class Server(BaseApplication):
@@ -72,34 +80,54 @@ def _add_store_commands(commands: Any) -> None:
     usage = actions.add_parser("usage", help="counts and bytes against every limit, per scope")
     usage.add_argument("--principal", default=None, help=f"only this principal's scopes ({PRINCIPAL_HELP})")
     usage.add_argument("--tenant", default=None, help="with --principal: only this tenant ('' for none)")
+    add_output_option(usage)
     usage.set_defaults(handler=store_usage)
     reset = actions.add_parser("reset", help="drop a principal's runtime state and tasks")
     reset.add_argument("--principal", required=True, help=f"whose scopes to drop ({PRINCIPAL_HELP})")
     reset.add_argument("--tenant", default=None, help="only this tenant's scope ('' for none)")
     reset.add_argument("--yes", action="store_true", help="really drop them (without it: show what would go)")
+    add_output_option(reset)
     reset.set_defaults(handler=store_reset)
 
 
-def _keys_file(args: argparse.Namespace) -> str:
+def _keys_file(args: argparse.Namespace) -> str | None:
     path: str = args.file or os.environ.get("QUINELING_AUTH_KEYS_FILE", "")
-    if not path:
-        raise SystemExit("quineling keys: name the keys file with --file or QUINELING_AUTH_KEYS_FILE")
-    return path
+    return path or None
+
+
+def _no_keys_file(args: argparse.Namespace) -> int:
+    return fail(
+        args,
+        USAGE,
+        "name the keys file with --file or QUINELING_AUTH_KEYS_FILE",
+        hint="quineling keys list --file /path/to/keys",
+        exit_code=2,
+    )
+
+
+def _keys_error(args: argparse.Namespace, exc: Exception, doing: str) -> int:
+    from quineling.auth.watch import ParseError
+
+    code = "QUINELING_KEYS_FILE_MALFORMED" if isinstance(exc, ParseError) else "QUINELING_KEYS_FILE"
+    return fail(args, code, f"{doing}: {exc}", exit_code=2)
 
 
 def keys_add(args: argparse.Namespace) -> int:
     from quineling.auth.keyfile import add_key
-    from quineling.auth.watch import ParseError
+    from quineling.operator_output import emit, wants_json
 
     path = _keys_file(args)
+    if path is None:
+        return _no_keys_file(args)
     try:
         token = add_key(path, args.name)
     except (ValueError, OSError) as exc:  # ParseError is a ValueError
-        kind = "malformed keys file" if isinstance(exc, ParseError) else "cannot add the key"
-        print(f"quineling keys: {kind}: {exc}", file=sys.stderr)
-        return 2
+        return _keys_error(args, exc, "cannot add the key")
     # The token exists only here: the file holds its hash.
-    print(token)
+    if wants_json(args):
+        emit({"principal": args.name, "token": token, "file": path})
+    else:
+        print(token)
     print(
         f"added a key for {args.name} to {path}; the token above is shown once, store it now", file=sys.stderr
     )
@@ -108,13 +136,25 @@ def keys_add(args: argparse.Namespace) -> int:
 
 def keys_list(args: argparse.Namespace) -> int:
     from quineling.auth.keyfile import parse_keys_of
+    from quineling.operator_output import emit, wants_json
 
     path = _keys_file(args)
+    if path is None:
+        return _no_keys_file(args)
     try:
         keys = parse_keys_of(path, Path(path).read_text(encoding="utf-8"))
     except (ValueError, OSError) as exc:
-        print(f"quineling keys: {exc}", file=sys.stderr)
-        return 2
+        return _keys_error(args, exc, "cannot read the keys")
+    if wants_json(args):
+        emit(
+            {
+                "keys": [
+                    {"principal": e.principal, "fingerprint": e.fingerprint, "line": e.line}
+                    for e in keys.entries
+                ]
+            }
+        )
+        return 0
     for entry in keys.entries:
         print(f"{entry.principal}\t{entry.fingerprint}\tline {entry.line}")
     return 0
@@ -122,16 +162,26 @@ def keys_list(args: argparse.Namespace) -> int:
 
 def keys_revoke(args: argparse.Namespace) -> int:
     from quineling.auth.keyfile import revoke_keys
+    from quineling.operator_output import emit, wants_json
 
     path = _keys_file(args)
+    if path is None:
+        return _no_keys_file(args)
     try:
-        removed = revoke_keys(path, args.name)
+        removed = revoke_keys(path, args.name, fingerprint=args.key)
     except (ValueError, OSError) as exc:
-        print(f"quineling keys: {exc}", file=sys.stderr)
-        return 2
+        return _keys_error(args, exc, "cannot revoke")
     if not removed:
-        print(f"quineling keys: {args.name} has no key in {path}", file=sys.stderr)
-        return 1
+        which = f"no key {args.key}" if args.key else "no key"
+        return fail(
+            args,
+            "QUINELING_NOT_FOUND",
+            f"{args.name} has {which} in {path}",
+            hint="quineling keys list shows each key's principal and fingerprint",
+            exit_code=1,
+        )
+    if wants_json(args):
+        emit({"principal": args.name, "revoked": removed})
     print(
         f"revoked {removed} key(s) of {args.name}; every worker refuses them within seconds", file=sys.stderr
     )
@@ -139,6 +189,18 @@ def keys_revoke(args: argparse.Namespace) -> int:
 
 
 OPERATOR_COMMANDS = ("serve", "store", "keys")
+
+SERVE_SETTINGS = """settings (environment):
+  QUINELING_A2A_HOST, QUINELING_A2A_PORT   where to listen (127.0.0.1:8049); a public host needs authentication
+  QUINELING_BASE_URL                       the public origin the agent card advertises
+  QUINELING_STORE_URL                      memory:// (default, one process) or redis://… for many workers/hosts
+  QUINELING_AUTH_KEYS_FILE                 API keys (quineling keys add NAME); QUINELING_AUTH_JWKS for JWTs
+  QUINELING_WORKERS, QUINELING_WORKER_CLASS  gunicorn workers (Redis store for more than one) and their class
+  QUINELING_TENANTS                        tenants served besides the default one ('*' for any)
+  QUINELING_RATE_LIMIT                     requests per caller, e.g. 100/minute
+  QUINELING_LOG_FORMAT                     json, text or auto
+every setting and its default: README.md, "Configuration"; several hosts: docs/deployment.md, "Settings"
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,9 +211,18 @@ def main(argv: list[str] | None = None) -> int:
         from quineling.cli_a2a import main as a2a_main
 
         return a2a_main(words)
-    parser = argparse.ArgumentParser(prog="quineling", description="Quineling A2A agent: operator commands")
+    parser = OperatorParser(prog="quineling", description="Quineling A2A agent: operator commands")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve_cmd = commands.add_parser("serve", help="serve A2A (default 127.0.0.1:8049)")
+    serve_cmd = commands.add_parser(
+        "serve",
+        help="serve A2A (default 127.0.0.1:8049)",
+        description="Serve the A2A agent under gunicorn. Everything else is set in the environment; the "
+        "settings that matter most are below, and every one, with its default, is in the README's "
+        "Configuration table (docs/deployment.md for several hosts). Exit 2 when a setting is refused or the "
+        "port is in use.",
+        epilog=SERVE_SETTINGS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_A2A_PORT")
     serve_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
     serve_cmd.set_defaults(handler=serve)
@@ -161,14 +232,25 @@ def main(argv: list[str] | None = None) -> int:
     for name, handler, needs_name, help_text in (
         ("add", keys_add, True, "create a key for NAME: prints the token once, appends its hash"),
         ("list", keys_list, False, "list principals and key fingerprints (never a token)"),
-        ("revoke", keys_revoke, True, "remove every key of NAME"),
+        ("revoke", keys_revoke, True, "remove every key of NAME, or one with --key"),
     ):
         sub = keys_sub.add_parser(name, help=help_text)
         if needs_name:
             sub.add_argument("name", metavar="NAME", help="principal name: 1 to 64 of A-Z a-z 0-9 . _ -")
+        if name == "revoke":
+            sub.add_argument(
+                "--key",
+                default=None,
+                metavar="FINGERPRINT",
+                help="only the key with this fingerprint (as keys list shows it, sha256:…)",
+            )
         sub.add_argument("--file", default=None, help="keys file (default: QUINELING_AUTH_KEYS_FILE)")
+        add_output_option(sub)
         sub.set_defaults(handler=handler)
-    args = parser.parse_args(words)
+    try:
+        args = parser.parse_args(words)
+    except UsageError as exc:
+        return fail(json_asked(words), USAGE, str(exc), hint=f"run: quineling {words[0]} --help", exit_code=2)
     return int(args.handler(args))
 
 

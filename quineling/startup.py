@@ -10,6 +10,7 @@ when it does.
 
 from __future__ import annotations
 
+import errno
 import socket
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -141,3 +142,42 @@ def when_ready_hook(facts: Facts) -> Any:
             )
 
     return when_ready
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why ``quineling serve`` cannot listen on ``host:port``, or ``None`` when it can. Checked before gunicorn
+    starts, which would otherwise retry the bind for several seconds and then exit with its own trace. The
+    socket is bound as gunicorn binds it (``SO_REUSEADDR``), so a port left in TIME_WAIT is not "in use"."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:  # socket.gaierror: a host name that does not resolve
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except PermissionError:
+            return f"port {port} on {host} needs privileges to listen on (choose one above 1023)"
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            return f"port {port} on {host} is in use ({_holder(host, port)})"
+    return None
+
+
+def _holder(host: str, port: int) -> str:
+    """A guess at what holds the port: a Quineling server answers ``/healthz``; anything else is named no
+    further. A plain socket (no http.client: this runs in the gunicorn master, which must not import ssl)."""
+    target = "127.0.0.1" if host in ("", "0.0.0.0") else "::1" if host == "::" else host
+    try:
+        with socket.create_connection((target, port), timeout=1) as peer:
+            peer.sendall(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\nA2A-Version: 1.0\r\n\r\n")
+            answer = b""
+            while len(answer) < 4096 and (chunk := peer.recv(4096)):
+                answer += chunk
+    except OSError:
+        return "by a program that does not answer HTTP"
+    if answer.startswith(b"HTTP/") and b'"status"' in answer:
+        return "a Quineling server answers there: is one already running?"
+    return "by another program"

@@ -20,6 +20,7 @@ from quineling.a2a.context import CallContext
 from quineling.app import runtime_env, store_tls_options, task_limits
 from quineling.auth.keyfile import ANONYMOUS
 from quineling.config import ConfigError, Settings, load_settings
+from quineling.operator_output import USAGE, emit, fail, wants_json
 from quineling.runtime.context import QUOTA_LIMITS, utc_time
 from stores import backend_from_url
 from stores.base import GROUP_SEPARATOR, Backend, ScopeUsage
@@ -89,23 +90,44 @@ def describe(usage: ScopeUsage, limits: dict[str, int], now: float) -> list[str]
     return lines
 
 
+def as_json(usage: ScopeUsage, limits: dict[str, int]) -> dict[str, object]:
+    """A scope's report for ``-o json``: every counter's use, limit and when its first entry frees a slot."""
+    used = {**usage.counters, "tasks": usage.tasks, "task-bytes": usage.task_bytes}
+    counters = {
+        name: {
+            "used": used.get(name, 0),
+            "limit": limits.get(name),
+            "firstSlotFrees": None if usage.frees_at.get(name) is None else utc_time(usage.frees_at[name]),
+        }
+        for name in [*limits, *sorted(set(used) - set(limits))]
+    }
+    return {
+        "scope": usage.scope,
+        "counters": counters,
+        "documents": usage.documents,
+        "documentBytes": usage.document_bytes,
+    }
+
+
 def usage_command(args: argparse.Namespace) -> int:
-    return _with_backend(lambda backend, settings: _usage(backend, settings, args, sys.stdout))
+    return _with_backend(args, lambda backend, settings: _usage(backend, settings, args, sys.stdout))
 
 
 def reset_command(args: argparse.Namespace) -> int:
-    return _with_backend(lambda backend, settings: _reset(backend, settings, args, sys.stdout))
+    return _with_backend(args, lambda backend, settings: _reset(backend, settings, args, sys.stdout))
 
 
 def _usage(backend: Backend, settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     if args.tenant is not None and args.principal is None:
-        print("quineling store usage: --tenant needs --principal", file=sys.stderr)
-        return 2
+        return fail(args, USAGE, "quineling store usage: --tenant needs --principal", exit_code=2)
     scopes = select(backend, args.principal, args.tenant)
-    if not scopes:
-        print("no scope holds anything", file=out)
     now = time.time()
     limits = limits_of(settings)
+    if wants_json(args):
+        emit({"scopes": [as_json(backend.usage(scope, now), limits) for scope in scopes]})
+        return 0
+    if not scopes:
+        print("no scope holds anything", file=out)
     for scope in scopes:
         print("\n".join(describe(backend.usage(scope, now), limits, now)), file=out)
     return 0
@@ -114,40 +136,51 @@ def _usage(backend: Backend, settings: Settings, args: argparse.Namespace, out: 
 def _reset(backend: Backend, settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     scopes = select(backend, args.principal, args.tenant)
     if not scopes:
-        print(f"no scope of principal {args.principal!r} holds anything: nothing to reset", file=out)
+        if wants_json(args):
+            emit({"reset": []})
+        else:
+            print(f"no scope of principal {args.principal!r} holds anything: nothing to reset", file=out)
         return 0
     now = time.time()
     limits = limits_of(settings)
     if not args.yes:
-        for scope in scopes:
-            print("\n".join(describe(backend.usage(scope, now), limits, now)), file=out)
-        print(f"not reset: add --yes to drop these {len(scopes)} scope(s)", file=sys.stderr)
-        return 2
+        if not wants_json(args):  # under -o json the envelope is the one document
+            for scope in scopes:
+                print("\n".join(describe(backend.usage(scope, now), limits, now)), file=out)
+        return fail(
+            args,
+            USAGE,
+            f"not reset: add --yes to drop these {len(scopes)} scope(s): {', '.join(scopes)}",
+            hint="quineling store usage --principal P shows what they hold",
+            exit_code=2,
+        )
+    dropped = []
     for scope in scopes:  # one atomic step per scope
         held = backend.reset(scope)
-        print(
-            f"reset scope {scope}: dropped {held.documents} documents and {held.tasks} tasks",
-            file=out,
-        )
+        dropped.append({"scope": scope, "documents": held.documents, "tasks": held.tasks})
+        if not wants_json(args):
+            print(
+                f"reset scope {scope}: dropped {held.documents} documents and {held.tasks} tasks",
+                file=out,
+            )
+    if wants_json(args):
+        emit({"reset": dropped})
     return 0
 
 
-def _with_backend(run: Callable[[Backend, Settings], int]) -> int:
+def _with_backend(args: argparse.Namespace, run: Callable[[Backend, Settings], int]) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"quineling: {exc}", file=sys.stderr)
-        return 2
+        return fail(args, "QUINELING_CONFIG_INVALID", str(exc), exit_code=2)
     backend = backend_from_url(
         settings.store_url, prefix=settings.store_prefix, **store_tls_options(settings)
     )
     try:
         if backend.local:
-            print(f"quineling store: {MEMORY_UNREACHABLE}", file=sys.stderr)
-            return 2
+            return fail(args, "QUINELING_STORE_UNREACHABLE", MEMORY_UNREACHABLE, exit_code=2)
         return run(backend, settings)
     except StoreError as exc:
-        print(f"quineling store: {exc}", file=sys.stderr)
-        return 1
+        return fail(args, "QUINELING_STORE_UNAVAILABLE", str(exc), exit_code=1)
     finally:
         backend.close()

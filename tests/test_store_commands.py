@@ -4,6 +4,7 @@ swapped in) and as a real process over real Redis; the memory store is refused w
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -151,6 +152,21 @@ def test_the_memory_store_is_refused_with_its_reason(monkeypatch: pytest.MonkeyP
         code, out, err = run(*argv)
         assert code == 2 and out == ""
         assert "lives inside the serving process" in err and "restarting the server empties it" in err
+    code, out, err = run("store", "usage", "-o", "json")
+    assert code == 2 and err == "" and json.loads(out)["error"]["code"] == "QUINELING_STORE_UNREACHABLE"
+
+
+def test_store_commands_speak_json_and_fail_in_the_cli_envelope(fake: Backend) -> None:
+    acme = populate(fake, "acme")
+    code, out, _ = run("store", "usage", "-o", "json")
+    (scope,) = json.loads(out)["scopes"]
+    assert code == 0 and scope["scope"] == acme and scope["counters"]["records"]["used"] == 2
+    assert scope["counters"]["records"]["limit"] == 10 and scope["documents"] == 3
+    code, out, _ = run("store", "reset", "--principal", ALICE, "-o", "json")  # without --yes: the envelope
+    error = json.loads(out)["error"]
+    assert code == 2 and error["code"] == "A2ACLI_ERR_USAGE" and "add --yes" in error["message"]
+    code, out, _ = run("store", "reset", "--principal", ALICE, "--yes", "-o", "json")
+    assert code == 0 and json.loads(out) == {"reset": [{"scope": acme, "documents": 3, "tasks": 3}]}
 
 
 def test_usage_tenant_needs_a_principal(fake: Backend) -> None:

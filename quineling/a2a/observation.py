@@ -11,7 +11,8 @@ response. The bindings note the A2A method, the error a request is answered with
 The outcome label is ``ok`` or the A2A error reason the answer carries — a JSON-RPC error counts under its
 reason although it travels as HTTP 200. A retryable unavailability (HTTP 503 whose reason is the generic
 ``INTERNAL_ERROR``, e.g. Redis down) is ``UNAVAILABLE``, so outages and bugs are told apart; an error answered
-by no binding (a 404 outside them, a refusal of the Host guard) is ``HTTP_<status>``.
+by no binding (a 404 or 405 outside them, JSON without an A2A reason; a refusal of the Host guard) is
+``HTTP_<status>``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from apispec import APISpec, BasePlugin
-from flask import Blueprint, Flask, Response, send_from_directory
+from flask import Blueprint, Flask, Response, redirect, request, send_from_directory
 from flask_smorest import Api
 from flask_smorest import Blueprint as SmorestBlueprint
 
@@ -598,7 +598,7 @@ def request_components() -> dict[str, JSON]:
     """The schemas of the message, its parts and the send configuration."""
     text = {"type": "string", "nullable": True}
     strings = {"type": "array", "items": {"type": "string"}, "nullable": True}
-    obj = {"type": "object", "additionalProperties": {}, "nullable": True}
+    obj = {"type": "object", "additionalProperties": {}, "nullable": True, "example": {}}
     return {
         "Part": {
             "type": "object",
@@ -675,10 +675,74 @@ def request_components() -> dict[str, JSON]:
     }
 
 
+def response_components() -> dict[str, JSON]:
+    """The schemas nested in answers that the response schemas (quineling/a2a/schemas.py) leave free-form."""
+    text = {"type": "string"}
+    obj = {"type": "object", "additionalProperties": {}, "example": {}}
+    status = {"$ref": "#/components/schemas/TaskStatus"}
+    return {
+        "Artifact": {
+            "type": "object",
+            "description": "An output of the task; this agent's result is the `quineling-result` artifact, one "
+            "data part holding `{operation, result}` (docs/runtime-operations.md).",
+            "required": ["artifactId", "parts"],
+            "properties": {
+                "artifactId": {**text, "example": "quineling-result"},
+                "name": text,
+                "description": text,
+                "parts": {"type": "array", "items": {"$ref": "#/components/schemas/Part"}},
+                "metadata": obj,
+                "extensions": {"type": "array", "items": text},
+            },
+        },
+        "TaskStatusUpdateEvent": {
+            "type": "object",
+            "description": "The task's status changed.",
+            "required": ["taskId", "contextId", "status"],
+            "properties": {"taskId": text, "contextId": text, "status": status, "metadata": obj},
+        },
+        "TaskArtifactUpdateEvent": {
+            "type": "object",
+            "description": "An artifact of the task was added or extended.",
+            "required": ["taskId", "contextId", "artifact"],
+            "properties": {
+                "taskId": text,
+                "contextId": text,
+                "artifact": {"$ref": "#/components/schemas/Artifact"},
+                "append": {"type": "boolean"},
+                "lastChunk": {"type": "boolean"},
+                "metadata": obj,
+            },
+        },
+    }
+
+
+def _ref(name: str) -> JSON:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 # Body fields that flask-smorest documents as free-form objects, and the exact schema of each.
 _BODY_FIELDS = {
     ("SendMessageRequest", "message"): "Message",
     ("SendMessageRequest", "configuration"): "SendMessageConfiguration",
+}
+# Answer fields the same: documented by their real schema, so the page shows their fields (a free-form
+# object would show Swagger UI's placeholder `additionalProp1`).
+_RESPONSE_FIELDS: dict[tuple[str, str], JSON] = {
+    ("TaskStatus", "message"): _ref("Message"),
+    ("Task", "artifacts"): {"type": "array", "items": _ref("Artifact")},
+    ("Task", "history"): {"type": "array", "items": _ref("Message")},
+    ("Task", "metadata"): {
+        "type": "object",
+        "additionalProperties": {},
+        "description": "`generation`: how many times the task has changed (the long-poll's "
+        "`currentGeneration` waits for a higher one)",
+        "example": {"generation": 3},
+    },
+    ("SendMessageResponse", "message"): _ref("Message"),
+    ("StreamResponse", "message"): _ref("Message"),
+    ("StreamResponse", "statusUpdate"): _ref("TaskStatusUpdateEvent"),
+    ("StreamResponse", "artifactUpdate"): _ref("TaskArtifactUpdateEvent"),
 }
 
 
@@ -1003,8 +1067,8 @@ class Documenter(BasePlugin):
         elif schema.get("type") == "integer":
             schema.setdefault("format", "int32")
             schema.setdefault("maximum", INT32_MAX)
-        if parameter["name"] in doc.query:
-            parameter["example"] = doc.query[parameter["name"]]
+        # No `example` on a query parameter: Swagger UI pre-fills it on "Try it out", which would filter
+        # ListTasks down to one state and page size. The operation's curl example shows the values instead.
 
     def tenant_description(self) -> str:
         if self.facts.tenants is None:
@@ -1029,6 +1093,9 @@ class Documenter(BasePlugin):
         for (name, field_name), component in _BODY_FIELDS.items():
             if name in schemas:
                 schemas[name]["properties"][field_name] = {"$ref": f"#/components/schemas/{component}"}
+        for (name, field_name), schema in _RESPONSE_FIELDS.items():
+            if name in schemas:
+                schemas[name]["properties"][field_name] = copy.deepcopy(schema)
         for schema in schemas.values():
             tenant = schema.get("properties", {}).get("tenant")
             if isinstance(tenant, dict):
@@ -1144,7 +1211,7 @@ def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
     if facts.bearer is not None:
         spec_kwargs["security"] = [{BEARER_SCHEME: []}]  # every operation; the scheme is declared below
     api = Api(app, spec_kwargs=spec_kwargs)
-    for name, schema in {**error_components(), **request_components()}.items():
+    for name, schema in {**error_components(), **request_components(), **response_components()}.items():
         api.spec.components.schema(name, component=schema)
     if facts.bearer is not None:
         # The card's scheme in OpenAPI's words, so the docs page's "Authorize" sends the token on "Try it out".
@@ -1155,6 +1222,14 @@ def register(app: Flask, blueprint: SmorestBlueprint) -> Api:
     api.register_blueprint(blueprint)
     documenter.finish()
     app.register_blueprint(_assets_blueprint(prefix))
+    # The page with a trailing slash, as people type it: a permanent redirect to the page (under the mount
+    # point the request came through, if any).
+    app.add_url_rule(
+        f"{prefix}/{DOCS_PATH}/",
+        "a2a_rest_docs_slash",
+        lambda: redirect(f"{request.script_root}{prefix}/{DOCS_PATH}", code=308),
+        methods=["GET"],
+    )
     return api
 
 

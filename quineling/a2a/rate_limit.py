@@ -28,6 +28,7 @@ from quineling.a2a.endpoints import JSONRPC_PATH, under
 from quineling.a2a.errors import A2AError, UnavailableError, store_failure
 from quineling.a2a.sse import compact
 from quineling.auth import Principal
+from quineling.observe import notes
 from stores.errors import StoreError
 from stores.rate_counters import RateCounter, Window, WindowCount
 
@@ -162,6 +163,7 @@ def install(
                 "rate limited: %s is over %s for %d s", identity, verdict.limit.text, verdict.reset_seconds
             )
         error = RateLimitedError(verdict.limit.text, verdict.reset_seconds)
+        notes.note_outcome(error.reason)  # counted under the reason the answer carries, as every error is
         response = _refusal(error, 429)
         response.headers["Retry-After"] = str(verdict.reset_seconds)
         return response

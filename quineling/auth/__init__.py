@@ -92,7 +92,9 @@ class Authenticator:
             try:
                 return Principal("jwt", self._jwt.verify(token))
             except InvalidToken as exc:
-                log.debug("bearer JWT refused: %s", exc)
+                # At info, so an operator can tell why a caller is refused (the caller is only told 401);
+                # the reason never holds the token.
+                log.info("bearer JWT refused: %s", exc)
             except KeysUnavailable:
                 raise AuthenticationUnavailable() from None
         raise AuthenticationFailed(token_sent=True)

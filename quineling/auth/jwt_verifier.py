@@ -97,6 +97,27 @@ class RemoteKeys:
             raise KeysUnavailable() from None
 
 
+# What an operator reads in the log for each refusal PyJWT reports; never the token or a claim's value.
+_REASONS: tuple[tuple[type[Exception], str], ...] = (
+    (jwt.ExpiredSignatureError, "expired (exp is past)"),
+    (jwt.ImmatureSignatureError, "not valid yet (nbf or iat is in the future)"),
+    (jwt.InvalidAudienceError, "wrong audience (aud)"),
+    (jwt.InvalidIssuerError, "wrong issuer (iss)"),
+    (jwt.InvalidSignatureError, "bad signature"),
+)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"missing claim {exc.claim!r}"
+    return next((text for kind, text in _REASONS if isinstance(exc, kind)), type(exc).__name__)
+
+
+def _shown(value: str) -> str:
+    """An attacker-chosen header value, bounded for the log."""
+    return repr(value[:64] + ("…" if len(value) > 64 else ""))
+
+
 class JwtVerifier:
     def __init__(self, keys: KeySource, policy: JwtPolicy) -> None:
         self._keys = keys
@@ -117,7 +138,7 @@ class JwtVerifier:
             raise InvalidToken("kid is not a string")
         key = self._keys.signing_key(kid)
         if key is None:
-            raise InvalidToken("no such signing key")
+            raise InvalidToken(f"unknown key id {_shown(kid)}" if kid else "no kid and no single signing key")
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,
@@ -133,7 +154,7 @@ class JwtVerifier:
             ValueError,
             TypeError,
         ) as exc:  # a crafted token fails closed, whatever it trips
-            raise InvalidToken(type(exc).__name__) from None
+            raise InvalidToken(_reason(exc)) from None
         principal = claims.get(policy.principal_claim)
         if not isinstance(principal, str) or not principal or len(principal) > MAX_PRINCIPAL_CHARS:
             raise InvalidToken(f"claim {policy.principal_claim!r} is not a usable principal")

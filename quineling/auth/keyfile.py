@@ -161,20 +161,28 @@ def add_key(path: str | Path, principal: str) -> str:
     return token
 
 
-def revoke_keys(path: str | Path, principal: str) -> int:
-    """Remove every key of ``principal`` (comments and other lines stay as they are); how many were removed."""
+def revoke_keys(path: str | Path, principal: str, *, fingerprint: str | None = None) -> int:
+    """Remove every key of ``principal``, or only its key whose hash starts with ``fingerprint`` (as
+    :attr:`KeyEntry.fingerprint` shows it, ``sha256:`` and at least 12 hex digits); comments and other lines
+    stay as they are. How many were removed; a fingerprint matching two keys of the principal removes none."""
+    wanted = None
+    if fingerprint is not None:
+        wanted = fingerprint.strip().lower().removeprefix("sha256:")
+        if len(wanted) < 12 or any(c not in "0123456789abcdef" for c in wanted):
+            raise ValueError(f"{fingerprint!r} is not a key fingerprint (sha256: and 12 or more hex digits)")
     file = Path(path)
     with _locked(file):
         text = file.read_text(encoding="utf-8")
-        parse_keys_of(file, text)
-        kept: list[str] = []
-        removed = 0
-        for raw in text.splitlines(keepends=True):
-            fields = raw.split("#", 1)[0].split()
-            if fields and fields[0] == principal:
-                removed += 1
-            else:
-                kept.append(raw)
+        keys = parse_keys_of(file, text)
+        lines = {
+            entry.line
+            for entry in keys.entries
+            if entry.principal == principal and (wanted is None or entry.digest.hex().startswith(wanted))
+        }
+        if wanted is not None and len(lines) > 1:
+            raise ValueError(f"{fingerprint} matches {len(lines)} keys of {principal}: give more of the hash")
+        kept = [raw for number, raw in enumerate(text.splitlines(keepends=True), 1) if number not in lines]
+        removed = len(lines)
         if removed:
             _replace(file, "".join(kept))
     return removed

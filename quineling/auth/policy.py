@@ -16,7 +16,7 @@ ALLOWED_ALGORITHMS = frozenset(
 
 
 class InvalidToken(Exception):
-    """The token does not verify. The reason is for the log at debug level, never for the caller."""
+    """The token does not verify. The reason is for the log (info level), never for the caller."""
 
 
 class KeysUnavailable(Exception):

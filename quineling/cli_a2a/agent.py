@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,17 +21,20 @@ from quineling.client import (
     A2AClient,
     A2AClientError,
     AgentError,
+    AgentRegistry,
     AgentUnreachable,
     AuthenticationFailed,
     CardError,
     ClientTimeout,
     Credentials,
     CredentialsNotSent,
+    InvalidCredentials,
     RetryPolicy,
     Timeouts,
 )
 from quineling.client.origins import parse_origin
 from quineling.protocol.errors import ERRORS
+from stores.errors import StoreError
 
 WELL_KNOWN = "/.well-known/agent-card.json"
 BINDINGS = {
@@ -73,6 +77,33 @@ def card_reference(ref: str | None) -> str:
     if parts.path in ("", "/"):
         return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}"
     return url
+
+
+def registered_agent(ref: str | None, settings: Settings) -> str | None:
+    """``-a NAME``: the name of an agent in the registry (``agents add``, kept in ``QUINELING_STORE_URL``)
+    stands for its URL. Only a reference that cannot be a host is looked up — no ``.``, ``:`` or ``/``, not
+    ``localhost``, not an existing file — and only with a shared store: a host or URL never waits on Redis."""
+    store = os.environ.get("QUINELING_STORE_URL", "")
+    if not ref or not store or store.startswith("memory:") or ref == "localhost" or Path(ref).exists():
+        return ref
+    if any(c in ref for c in ".:/"):
+        return ref
+    try:
+        with client_errors(settings=settings):
+            agents = AgentRegistry(store).list()
+    except StoreError as exc:
+        raise CliError(
+            errors.UNREACHABLE,
+            f"-a {ref}: the agent registry (QUINELING_STORE_URL) cannot be read: {exc}",
+            hint="give the agent's URL, or check the store",
+        ) from None
+    named = [agent.url for agent in agents if agent.name.casefold() == ref.casefold()]
+    if len(named) > 1:
+        raise usage(
+            f"-a {ref}: {len(named)} registered agents have that name ({', '.join(sorted(named))})",
+            hint="give the agent's URL instead",
+        )
+    return named[0] if named else ref
 
 
 def _loopback(ref: str) -> bool:
@@ -219,7 +250,7 @@ def asked_version(settings: Settings) -> str | None:
 
 def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
     """A client for ``-a``: the card fetched, validated and an interface chosen."""
-    ref = card_reference(settings["agent_card"])
+    ref = card_reference(registered_agent(settings["agent_card"], settings))
     timeout = settings["timeout"] or 3600.0
     read = max(30.0, wait_seconds or 3600.0)  # a blocking send may take as long as the wait allows
     retries = 0 if settings["no_retry"] else settings["retries"]
@@ -254,7 +285,7 @@ def connect(settings: Settings, *, wait_seconds: float | None = None) -> Any:
             "VersionNotSupportedError",
             f"--a2a-version {asked}: no usable interface at {asked} "
             f"(the card offers {offered}; {chosen} would be used)",
-            hint="drop --a2a-version to use the highest version both sides speak",
+            hint="drop --a2a-version 0.3 to speak 1.0",
         )
     return client
 
@@ -269,8 +300,11 @@ def client_errors(*, settings: Settings, card: bool = False) -> Iterator[None]:
 
 def translate(exc: A2AClientError, *, settings: Settings, card: bool = False) -> CliError:
     message, hint = exc.message, exc.hint
-    if card and isinstance(exc, AgentError) and exc.reason.startswith("HTTP "):
-        # No card where the reference points (404, a server error): the reference did not resolve.
+    if isinstance(exc, InvalidCredentials):
+        return CliError(errors.USAGE, message, hint=hint)
+    if card and isinstance(exc, AgentError) and (exc.reason.startswith("HTTP ") or exc.http_status == 404):
+        # No card where the reference points (404, whatever its body says, or a server error without an A2A
+        # reason): the reference did not resolve.
         return CliError(
             errors.CARD_NOT_FOUND, message, hint=hint or "check -a/--agent-card", a2a_code=exc.a2a_code
         )

@@ -397,8 +397,24 @@ def task_list(session: Session, args: argparse.Namespace) -> int:
             out.field("Total-Size", pages[-1].total_size)
         out.field("Next-Page-Token", token or "")
         if token:
-            out.field("Next-Page", f"{session._prefix()} task list --page-token {shlex.quote(token)}")
+            out.field("Next-Page", _next_page(session, args, token))
     return 0
+
+
+def _next_page(session: Session, args: argparse.Namespace, token: str) -> str:
+    """The command that continues this listing: the same filters and page size, the next token."""
+    words = [session._prefix(), "task list"]
+    context = session.settings["context_id"]
+    if context:
+        words.append(f"--context-id {shlex.quote(context)}")
+    if args.status is not None:
+        words.append(f"--status {shlex.quote(args.status)}")
+    if args.page_size is not None:
+        words.append(f"--page-size {args.page_size}")
+    if args.history is not None:
+        words.append(f"--history {args.history}")
+    words.append(f"--page-token {shlex.quote(token)}")
+    return " ".join(words)
 
 
 def task_subscribe(session: Session, args: argparse.Namespace) -> int:

@@ -102,7 +102,9 @@ class _Capture:
 
 
 def _words(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
-    """Each command and the sub-commands it takes."""
+    """Each command and the words that follow it: its sub-commands, or for ``op`` the runtime's operations."""
+    from quineling.runtime.product_operations import ALL_OPERATIONS
+
     found: dict[str, set[str]] = {"": set()}
     for action in parser._actions:  # argparse keeps sub-parsers only here
         if isinstance(action, argparse._SubParsersAction):
@@ -111,4 +113,5 @@ def _words(parser: argparse.ArgumentParser) -> dict[str, set[str]]:
                 for inner in sub._actions:
                     if isinstance(inner, argparse._SubParsersAction):
                         found[name] = set(inner.choices)
+    found["op"] = set(ALL_OPERATIONS)
     return found

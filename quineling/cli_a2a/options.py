@@ -58,8 +58,8 @@ OPTIONS: tuple[Option, ...] = (
         "a2a_version",
         ("--a2a-version",),
         TEXT,
-        None,
-        "A2A version to speak (default: the highest both sides support, never below 1.0; 0.3 only if asked)",
+        "1.0",
+        "A2A version to speak: 1.0, or 0.3 by explicit opt-in only",
         metavar="VERSION",
     ),
     Option(

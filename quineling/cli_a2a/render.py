@@ -102,7 +102,33 @@ class Out:
             self.field("Artifact-Name", artifact["name"])
         if self.verbose and artifact.get("description"):
             self.field("Artifact-Description", artifact["description"])
+        answer = None if self.verbose else runtime_answer(artifact)
+        if answer is not None:
+            self.runtime_result(answer)
+            self.field("Details", "--verbose or -o json shows the whole result")
+            return
         self.parts("Artifact", artifact.get("parts") or [])
+
+    def runtime_result(self, answer: dict[str, Any]) -> None:
+        """What a person reads of a Quineling runtime result; the rest (a lifeform's genome, anatomy, trace)
+        runs to hundreds of lines and is shown with --verbose or -o json."""
+        result = answer.get("result")
+        self.field("Operation", answer.get("operation", ""))
+        if not isinstance(result, dict):
+            self.block("Result", json.dumps(result, indent=2, ensure_ascii=False))
+            return
+        if "status" in result:
+            self.field("Result-Status", result["status"])
+        made = result.get("artifact")
+        artifact_id = made.get("id") if isinstance(made, dict) else result.get("artifactId")
+        if artifact_id:
+            self.field("Result-Artifact-Id", artifact_id)
+        if isinstance(result.get("id"), str):
+            self.field("Record-Id", result["id"])
+        if "outputs" in result:
+            self.field("Outputs", json.dumps(result["outputs"], ensure_ascii=False))
+        for diagnostic in result.get("diagnostics") or []:
+            self.field("Diagnostic", json.dumps(diagnostic, ensure_ascii=False))
 
     def message(self, message: dict[str, Any], *, heading: str = "Message") -> None:
         self.field(f"{heading}-Id", message.get("messageId", ""))
@@ -155,6 +181,20 @@ class Out:
         if event.get("append"):
             self.field("Append", "true")
         self.artifact(event.get("artifact") or {})
+
+
+RESULT_ARTIFACT = "quineling-result"
+
+
+def runtime_answer(artifact: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``{operation, result}`` a Quineling agent's result artifact carries, or ``None`` for any other."""
+    if artifact.get("artifactId") != RESULT_ARTIFACT:
+        return None
+    for part in artifact.get("parts") or []:
+        data = part.get("data") if isinstance(part, dict) else None
+        if isinstance(data, dict) and "operation" in data and "result" in data:
+            return data
+    return None
 
 
 def _decoded(raw: object) -> bytes:

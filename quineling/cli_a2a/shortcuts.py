@@ -12,10 +12,9 @@ from typing import Any
 
 from quineling.cli_a2a.commands import Session, state_of
 from quineling.cli_a2a.errors import CliError, usage
+from quineling.cli_a2a.render import RESULT_ARTIFACT
 from quineling.client import Task
 from quineling.client.messages import message as build_message
-
-RESULT_ARTIFACT = "quineling-result"
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -100,8 +99,12 @@ def _run(session: Session, request: dict[str, Any]) -> int:
         out.field("Task-Id", task.get("id", ""))
         out.field("Context-Id", task.get("contextId", ""))
         out.field("State", state)
-        out.field("Operation", answer.get("operation", request["operation"]))
-        out.block("Result", json.dumps(answer.get("result"), indent=2, ensure_ascii=False))
+        if out.verbose:
+            out.field("Operation", answer.get("operation", request["operation"]))
+            out.block("Result", json.dumps(answer.get("result"), indent=2, ensure_ascii=False))
+        else:
+            out.runtime_result({"operation": request["operation"], **answer})
+            out.field("Details", "--verbose or -o json shows the whole result")
         hint = session.resume(task)
         if hint:
             out.field("Resume", hint)

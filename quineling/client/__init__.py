@@ -17,6 +17,7 @@ from quineling.client.errors import (
     AuthenticationFailed,
     CardError,
     ClientTimeout,
+    InvalidCredentials,
     ProtocolError,
 )
 from quineling.client.http import Timeouts
@@ -48,6 +49,7 @@ __all__ = [
     "Artifact",
     "ArtifactUpdate",
     "AuthenticationFailed",
+    "InvalidCredentials",
     "BreakerSettings",
     "CardCache",
     "CardError",

@@ -17,6 +17,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from quineling.client.card import AgentCard
+from quineling.client.errors import InvalidCredentials
 
 REDACTED = "***"
 
@@ -53,6 +54,14 @@ class Credentials:
     api_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        for label, secret in (("bearer token", self.bearer), ("API key", self.api_key)):
+            bad = next((i for i, c in enumerate(secret or "") if not " " <= c <= "~"), None)
+            if bad is not None:
+                raise InvalidCredentials(
+                    f"the {label} has a character HTTP headers cannot carry at position {bad + 1} "
+                    "(only printable ASCII is allowed)",
+                    hint="check the token was copied whole and without typographic quotes or spaces",
+                )
         if self.secrets:
             with SECRET_FILTER.lock:
                 SECRET_FILTER.live.add(self)

@@ -61,6 +61,13 @@ class AuthenticationFailed(A2AClientError):
     exit_code = 4
 
 
+class InvalidCredentials(A2AClientError):
+    """A credential the client cannot send: HTTP header values carry printable ASCII only, so a token with any
+    other character is refused before a request is made (the message never contains the token)."""
+
+    exit_code = 2
+
+
 class ClientTimeout(A2AClientError):
     """A connect, read or stream timeout, or a ``delegate`` deadline, passed."""
 

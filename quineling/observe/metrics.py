@@ -22,7 +22,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from quineling.observe import notes
 from quineling.runtime.errors import QuinelingError
-from quineling.runtime.runtime import ALL_OPERATIONS
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from stores.errors import StoreError, StoreUnavailable, TaskConflict
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

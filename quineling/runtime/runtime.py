@@ -17,6 +17,7 @@ from quineling.runtime.errors import QuinelingError
 from quineling.runtime.fields import ensure_request_values
 from quineling.runtime.memo import AnswerMemo
 from quineling.runtime.operations import Operation
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from stores.base import StateStore, TaskWrite
 from stores.changes import ChangeSet, Key
 from stores.errors import ConflictError, QuotaExceeded
@@ -27,13 +28,6 @@ DEFAULT_SCOPE = "default"
 Outcome = JSON  # {operation, result}
 # Builds the write to commit with an outcome; called again for every recomputed outcome, so it must be pure.
 Attach = Callable[[Outcome | QuinelingError], TaskWrite]
-
-# The sixteen operations of the product: the closed catalogue a request's ``operation`` must name.
-ALL_OPERATIONS = (
-    "parse", "create", "compile", "inspect", "run", "reproduce", "recover", "frame",
-    "offspringPreview", "offspringFrame", "offspringAdmit", "lineage", "annotate",
-    "worldCreate", "worldInspect", "worldCommand",
-)  # fmt: skip
 
 
 def _registered_operations() -> dict[str, Operation]:

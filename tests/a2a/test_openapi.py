@@ -422,6 +422,53 @@ def test_unknown_asset_is_an_a2a_404(client: Any) -> None:
     assert response.status_code == 404 and response.get_json()["error"]["code"] == 404
 
 
+def test_the_page_with_a_trailing_slash_redirects_to_it(tmp_path: Path) -> None:
+    """``/a2a/rest/docs/`` as people type it: a 308 to the page, without credentials on a secured server."""
+    keys, _tokens = keys_file(tmp_path, "alice")
+    for app in (create_app(), create_app(config={"auth_keys_file": str(keys), "auth_jwks": ""})):
+        client = app.test_client()
+        response = client.get(BASE + "/docs/")
+        assert response.status_code == 308 and response.headers["Location"].endswith(BASE + "/docs")
+        page = client.get(BASE + "/docs/", follow_redirects=True)
+        assert page.status_code == 200 and "swagger" in page.get_data(as_text=True).lower()
+
+
+def test_try_it_out_prefills_no_query_value(doc: dict[str, Any]) -> None:
+    """Swagger UI fills a parameter's `example` in on "Try it out": a query example would filter ListTasks
+    (one state, ten tasks) instead of listing every task."""
+    for method, path, operation in operations(doc):
+        for parameter in operation["parameters"]:
+            if parameter["in"] == "query":
+                assert "example" not in parameter, (method, path, parameter["name"])
+
+
+def test_nested_answer_fields_have_their_real_schemas(doc: dict[str, Any]) -> None:
+    """No field of an answer is a bare free-form object, which the page shows as `additionalProp1`."""
+    schemas = doc["components"]["schemas"]
+    for name in ("Task", "TaskStatus", "SendMessageResponse", "StreamResponse", "Artifact", "Message"):
+        for field, schema in schemas[name]["properties"].items():
+            shown = schema.get("items", schema)
+            loose = shown.get("type") == "object" and "properties" not in shown and "$ref" not in shown
+            assert not loose or "example" in shown, (name, field, shown)
+    task = schemas["Task"]["properties"]
+    assert task["artifacts"]["items"] == {"$ref": "#/components/schemas/Artifact"}
+    assert task["history"]["items"] == {"$ref": "#/components/schemas/Message"}
+    stream = schemas["StreamResponse"]["properties"]
+    assert stream["statusUpdate"] == {"$ref": "#/components/schemas/TaskStatusUpdateEvent"}
+
+
+def test_paths_outside_the_bindings_answer_json(client: Any) -> None:
+    missing = client.get("/no/such/page")
+    assert missing.status_code == 404 and missing.mimetype == "application/json"
+    assert missing.get_json()["error"]["code"] == 404 and "details" not in missing.get_json()["error"]
+    wrong = client.post("/healthz")
+    assert (
+        wrong.status_code == 405
+        and wrong.get_json()["error"]["code"] == 405
+        and "GET" in wrong.headers["Allow"]
+    )
+
+
 def test_authenticated_server_documents_its_bearer_scheme(tmp_path: Path) -> None:
     """With credentials required, the document declares the card's bearer scheme and requires it on every
     operation (so the docs page's "Authorize" button sends the token); without, it declares none."""

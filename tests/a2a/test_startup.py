@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
 import socket
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +16,8 @@ import pytest
 from quineling.config import load_settings
 from quineling.startup import banner, redacted_url, store_unreachable
 from tests.support.live import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -75,3 +82,37 @@ def test_a_cluster_is_reachable_while_any_listed_node_listens() -> None:
         listener.listen()
         alive = listener.getsockname()[1]
         assert store_unreachable(f"rediss+cluster://u:pw@127.0.0.1:{dead[0]},127.0.0.1:{alive}", 1) is None
+
+
+def test_serve_refuses_a_port_in_use_at_once() -> None:
+    """Instead of gunicorn's bind retries: one line naming the port, exit 2, before any worker starts."""
+    from quineling.startup import port_taken
+
+    port = free_port()
+    assert port_taken("127.0.0.1", port) is None
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "QUINELING_STORE_URL": "memory://"}
+        started = time.monotonic()
+        refused = subprocess.run(
+            [sys.executable, "-m", "quineling.cli", "serve", "--port", str(port)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert refused.returncode == 2 and time.monotonic() - started < 10
+    assert refused.stderr.startswith(f"quineling: port {port} on 127.0.0.1 is in use (")
+    assert "--port" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_serve_help_names_the_settings_that_matter(capsys: pytest.CaptureFixture[str]) -> None:
+    from quineling.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["serve", "--help"])
+    shown = capsys.readouterr().out
+    assert done.value.code == 0 and 'README.md, "Configuration"' in shown
+    named = set(re.findall(r"QUINELING_[A-Z0-9_]+", shown))
+    documented = set(
+        re.findall(r"^\| `(QUINELING_[A-Z0-9_]+)`", (ROOT / "README.md").read_text(), re.MULTILINE)
+    )
+    assert {"QUINELING_A2A_PORT", "QUINELING_STORE_URL", "QUINELING_AUTH_KEYS_FILE"} <= named <= documented

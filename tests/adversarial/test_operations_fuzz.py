@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from quineling.runtime.errors import ERROR_CODES, QuinelingError
-from quineling.runtime.runtime import ALL_OPERATIONS
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from stores import codec
 from tests.adversarial.conftest import DOCS_TENANT, Target
 from tests.adversarial.support import RAW_TOKENS, Raw, check_jsonrpc, check_rest, fuzz, mutated, to_text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,24 @@ def test_an_unreachable_jwks_url_is_unavailable_not_a_refusal(tmp_path: Path) ->
 def test_an_authenticator_needs_something_to_check() -> None:
     with pytest.raises(ValueError):
         Authenticator()
+
+
+def test_a_refused_jwt_is_logged_at_info_with_its_reason_and_never_the_token(
+    both: tuple[Authenticator, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    authenticator, _ = both
+    now = int(time.time())
+    cases = {
+        RSA.token(exp=now - 3600): "expired",
+        RSA.token(aud="someone-else"): "wrong audience",
+        RSA.token(iss="https://elsewhere.example"): "wrong issuer",
+        RSA.token(kid="retired-key"): "unknown key id 'retired-key'",
+        RSA.token(exp=None): "missing claim 'exp'",
+    }
+    for token, reason in cases.items():
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="quineling.auth"):
+            assert failure(authenticator, f"Bearer {token}") is True
+        lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+        assert any(reason in line for line in lines), (reason, lines)
+        assert all(token not in line and token.split(".")[1] not in line for line in lines)

@@ -56,18 +56,18 @@ def test_a_good_token_names_its_subject(verifier: JwtVerifier, key: SigningKey) 
 @pytest.mark.parametrize("key", [RSA, EC], ids=["RS256", "ES256"])
 def test_lapsed_tokens_are_refused_beyond_the_leeway(verifier: JwtVerifier, key: SigningKey) -> None:
     now = int(time.time())
-    assert refused(verifier, key.token(exp=now - 31)) == "ExpiredSignatureError"
+    assert refused(verifier, key.token(exp=now - 31)) == "expired (exp is past)"
     assert verifier.verify(key.token(exp=now - 20)) == "alice"  # within the 30 s leeway
-    assert refused(verifier, key.token(nbf=now + 60)) == "ImmatureSignatureError"
+    assert refused(verifier, key.token(nbf=now + 60)) == "not valid yet (nbf or iat is in the future)"
     assert verifier.verify(key.token(nbf=now + 20)) == "alice"
 
 
 @pytest.mark.parametrize("key", [RSA, EC], ids=["RS256", "ES256"])
 def test_wrong_audience_issuer_or_missing_claims_are_refused(verifier: JwtVerifier, key: SigningKey) -> None:
-    assert refused(verifier, key.token(aud="someone-else")) == "InvalidAudienceError"
-    assert refused(verifier, key.token(iss="https://evil.test")) == "InvalidIssuerError"
+    assert refused(verifier, key.token(aud="someone-else")) == "wrong audience (aud)"
+    assert refused(verifier, key.token(iss="https://evil.test")) == "wrong issuer (iss)"
     for claim in ("exp", "iss", "aud"):
-        assert refused(verifier, key.token(**{claim: None})) == "MissingRequiredClaimError"
+        assert refused(verifier, key.token(**{claim: None})) == f"missing claim {claim!r}"
     assert "usable principal" in refused(verifier, key.token(sub=None))
     assert "usable principal" in refused(verifier, key.token(sub=""))
     assert "usable principal" in refused(verifier, key.token(sub="x" * 257))
@@ -90,14 +90,14 @@ def test_hs256_signed_with_the_public_key_is_refused(verifier: JwtVerifier) -> N
 
 def test_a_token_must_be_signed_by_the_key_it_names_with_that_keys_algorithm(verifier: JwtVerifier) -> None:
     impostor = SigningKey.rsa(kid=RSA.kid)  # another key claiming the trusted key's id
-    assert refused(verifier, impostor.token()) == "InvalidSignatureError"
+    assert refused(verifier, impostor.token()) == "bad signature"
     # An ES256 token naming the RSA key, and the reverse: the key's own algorithm decides.
     assert refused(verifier, EC.token(kid=RSA.kid)) == "InvalidAlgorithmError"
     assert refused(verifier, RSA.token(kid=EC.kid)) == "InvalidAlgorithmError"
-    assert refused(verifier, RSA.token(kid="nobody")) == "no such signing key"
+    assert refused(verifier, RSA.token(kid="nobody")) == "unknown key id 'nobody'"
     tampered = RSA.token("alice").split(".")
     tampered[1] = unsigned({}, claims("root")).split(".")[1]
-    assert refused(verifier, ".".join(tampered)) == "InvalidSignatureError"
+    assert refused(verifier, ".".join(tampered)) == "bad signature"
     for junk in ("a.b.c", "..", "e30.e30.", "x" * 50):
         assert refused(verifier, junk)
 
@@ -117,7 +117,9 @@ def test_a_token_without_kid_needs_a_single_key_set(tmp_path: Path) -> None:
     assert JwtVerifier(FileKeys(path), POLICY).verify(RSA.token(kid=None)) == "alice"
     two = tmp_path / "two.json"
     two.write_text(json.dumps(jwks(RSA, EC)))
-    assert refused(JwtVerifier(FileKeys(two), POLICY), RSA.token(kid=None)) == "no such signing key"
+    assert (
+        refused(JwtVerifier(FileKeys(two), POLICY), RSA.token(kid=None)) == "no kid and no single signing key"
+    )
 
 
 def test_a_jwks_file_follows_key_rotation(tmp_path: Path) -> None:
@@ -125,10 +127,10 @@ def test_a_jwks_file_follows_key_rotation(tmp_path: Path) -> None:
     path.write_text(json.dumps(jwks(RSA)))
     verifier = JwtVerifier(FileKeys(path, interval=0.0), POLICY)
     rotated = SigningKey.ec(kid="ec-2")
-    assert refused(verifier, rotated.token()) == "no such signing key"
+    assert refused(verifier, rotated.token()) == f"unknown key id {rotated.kid!r}"
     path.write_text(json.dumps(jwks(rotated)))
     assert verifier.verify(rotated.token()) == "alice"
-    assert refused(verifier, RSA.token()) == "no such signing key"
+    assert refused(verifier, RSA.token()) == f"unknown key id {RSA.kid!r}"
     path.write_text("{not json")  # a bad edit keeps the last good set
     assert verifier.verify(rotated.token()) == "alice"
 
@@ -185,7 +187,7 @@ def test_unknown_kids_refetch_at_most_once_per_cooldown(endpoint: JwksServer) ->
     guarded = JwtVerifier(RemoteKeys(endpoint.url, cooldown=30), POLICY)
     assert guarded.verify(RSA.token()) == "alice"
     for n in range(5):
-        assert refused(guarded, RSA.token(kid=f"unknown-{n}")) == "no such signing key"
+        assert refused(guarded, RSA.token(kid=f"unknown-{n}")) == f"unknown key id 'unknown-{n}'"
     assert endpoint.fetches == 1
     eager = JwtVerifier(RemoteKeys(endpoint.url, cooldown=0), POLICY)
     assert eager.verify(RSA.token()) == "alice"

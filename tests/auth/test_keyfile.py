@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import io
+import json
 import multiprocessing
 import re
 import stat
@@ -137,6 +140,50 @@ def test_revoke_removes_every_key_of_the_principal_and_nothing_else(tmp_path: Pa
     assert path.read_text() == "# header\n" + key_line("bob", b1)
     assert revoke_keys(path, "alice") == 0
     assert parse_keys(path.read_text()).match(a1) is None and parse_keys(path.read_text()).match(a2) is None
+
+
+def _keys(*argv: str) -> tuple[int, str, str]:
+    """``quineling keys …`` in process, stdout and stderr captured."""
+    from quineling.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["keys", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_keys_commands_speak_json_and_revoke_one_key_by_fingerprint(tmp_path: Path) -> None:
+    path = str(tmp_path / "keys")
+    code, out, _ = _keys("add", "alice", "--file", path, "-o", "json")
+    first = json.loads(out)
+    assert code == 0 and first["principal"] == "alice" and first["token"].startswith("qk_")
+    second = add_key(path, "alice")
+    code, out, _ = _keys("list", "--file", path, "-o", "json")
+    listed = json.loads(out)["keys"]
+    assert code == 0 and [k["principal"] for k in listed] == ["alice", "alice"]
+    code, out, _ = _keys("revoke", "alice", "--key", listed[0]["fingerprint"], "--file", path, "-o", "json")
+    assert code == 0 and json.loads(out) == {"principal": "alice", "revoked": 1}
+    keys = parse_keys(Path(path).read_text())
+    assert keys.match(first["token"]) is None and keys.match(second) == "alice"  # only that key went
+    code, out, _ = _keys("revoke", "alice", "--key", listed[0]["fingerprint"], "--file", path, "-o", "json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "QUINELING_NOT_FOUND"
+
+
+def test_keys_errors_use_the_cli_envelope(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("QUINELING_AUTH_KEYS_FILE", raising=False)
+    code, out, _ = _keys("list", "-o", "json")
+    assert code == 2 and json.loads(out)["error"]["code"] == "A2ACLI_ERR_USAGE"
+    code, out, err = _keys("list")
+    assert code == 2 and out == "" and err.startswith("Error: A2ACLI_ERR_USAGE\nMessage: name the keys file")
+    bad = tmp_path / "keys"
+    bad.write_text("alice nonsense\n")
+    code, out, _ = _keys("list", "--file", str(bad), "-o", "json")
+    error = json.loads(out)["error"]
+    assert code == 2 and error["code"] == "QUINELING_KEYS_FILE_MALFORMED" and "line 1" in error["message"]
+    code, out, _ = _keys("revoke", "-o", "json")  # no NAME: argparse's refusal, in the envelope too
+    assert code == 2 and json.loads(out)["error"]["code"] == "A2ACLI_ERR_USAGE"
+    code, out, _ = _keys("revoke", "alice", "--key", "xyz", "--file", str(bad), "-o", "json")
+    assert code == 2 and "is not a key fingerprint" in json.loads(out)["error"]["message"]
 
 
 def _add_many(path: str, name: str, count: int, out: Any) -> None:

@@ -41,6 +41,11 @@ def test_bearer_from_flag_or_variable_and_exit_4(
     missing = cli_in_process("send", SQUARE_SUM, *a, cwd=tmp_path, env=env)
     assert missing.code == 4 and missing.json()["error"]["code"] == "A2ACLI_ERR_CREDENTIALS_MISSING"
     assert "--bearer" in missing.json()["error"]["hint"]
+    # A token HTTP cannot carry is refused as a usage error naming the problem, never an internal error.
+    odd = cli_in_process("send", SQUARE_SUM, *a, "--bearer", "tök-en", cwd=tmp_path, env=env)
+    error = odd.json()["error"]
+    assert odd.code == 2 and error["code"] == "A2ACLI_ERR_USAGE" and "printable ASCII" in error["message"]
+    assert "tök" not in odd.out + odd.err
     wrong = cli_in_process("send", SQUARE_SUM, *a, "--bearer", "not-a-key", cwd=tmp_path, env=env)
     assert wrong.code == 4 and wrong.json()["error"]["code"] == "A2ACLI_ERR_AUTH_FAILED"
     assert "not-a-key" not in wrong.out + wrong.err

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -238,6 +239,21 @@ def test_completion_scripts_name_the_commands(shell: str, capsys: pytest.Capture
         assert word.lstrip("-") in out
 
 
+def test_bash_completion_offers_the_operations_after_op(capsys: pytest.CaptureFixture[str]) -> None:
+    from quineling.runtime.product_operations import ALL_OPERATIONS
+
+    code, script, _ = run(["completion", "bash"], capsys)
+    assert code == 0
+    offered = {}
+    for typed in ("", "world", "offspringA"):
+        shell = f'{script}\nCOMP_WORDS=(quineling op "{typed}"); COMP_CWORD=2; _quineling; echo "${{COMPREPLY[*]}}"'
+        done = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=10)
+        offered[typed] = done.stdout.split()
+    assert sorted(offered[""]) == sorted(ALL_OPERATIONS) and len(ALL_OPERATIONS) == 16
+    assert offered["world"] == ["worldCommand", "worldCreate", "worldInspect"]
+    assert offered["offspringA"] == ["offspringAdmit"]
+
+
 def test_text_output_has_no_control_codes() -> None:
     sink = io.StringIO()
     out = Out("text", stream=False, verbose=True, stdout=sink, stderr=io.StringIO())
@@ -289,3 +305,19 @@ def test_the_error_registry_is_closed() -> None:
         "error": {"code": "TaskNotFoundError", "message": "gone", "hint": None, "a2aCode": -32001}
     }
     assert CliError("TaskNotFoundError", "gone").exit_code == 1
+
+
+def test_a_registry_name_is_looked_up_only_when_it_cannot_be_a_host(tmp_path: Path) -> None:
+    """``-a NAME`` reads the agent registry in QUINELING_STORE_URL; a host never waits on (or fails with) it."""
+    from tests.cli.support import clean_env, cli_in_process
+    from tests.support.ports import free_port
+
+    dead = free_port()
+    env = clean_env(tmp_path, QUINELING_STORE_URL=f"redis://127.0.0.1:{dead}/0")
+    host = cli_in_process("card", "get", "-a", f"127.0.0.1:{dead}", "-o", "json", cwd=tmp_path, env=env)
+    assert host.code == 3 and host.json()["error"]["code"] == "A2ACLI_ERR_CARD_NOT_FOUND"
+    name = cli_in_process("card", "get", "-a", "Quineling", "-o", "json", cwd=tmp_path, env=env)
+    error = name.json()["error"]
+    assert (
+        name.code == 3 and error["code"] == "A2ACLI_ERR_UNREACHABLE" and "agent registry" in error["message"]
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -116,12 +117,14 @@ def test_send_blocks_and_renders_the_artifact(q: Q) -> None:
         and fields["Task-Id"]
         and fields["Context-Id"]
     )
-    assert (
-        "Artifact-Data:\n{\n" in text.out
-        and '"status": "created"' in text.out
-        and not CONTROL.search(text.out)
-    )
+    # By default what a person reads: the result's status and artifact id, not the lifeform's genome.
+    assert fields["Result-Status"] == "created" and fields["Result-Artifact-Id"].startswith("sha256:")
+    assert len(text.out.splitlines()) < 15 and not CONTROL.search(text.out)
     assert text.err == ""  # a completed task: nothing to warn about
+    whole = q("send", "--text", SQUARE_SUM, "--verbose")
+    assert (
+        "Artifact-Data:\n{\n" in whole.out and '"status": "created"' in whole.out and '"genomes"' in whole.out
+    )
 
 
 def test_an_interrupted_task_stops_the_wait_and_is_continued_by_task_id(q: Q) -> None:
@@ -191,7 +194,7 @@ def test_task_get_wait_history_and_download(q: Q, tmp_path: Path) -> None:
     assert (
         waited.code == 0
         and waited.fields()["State"] == "TASK_STATE_COMPLETED"
-        and "Artifact-Data:" in waited.out
+        and waited.fields()["Result-Status"] == "created"
     )
     folder = tmp_path / "out"
     folder.mkdir()
@@ -256,7 +259,14 @@ def test_task_list_pages_and_filters(q: Q) -> None:
     every = q("task", "list", "--context-id", context, "--all", "--page-size", "1", "--stream", "-o", "json")
     assert len(every.lines()) == 4  # one Task per line, over every page
     text = q("task", "list", "--context-id", context, "--page-size", "1")
-    assert text.fields()["Next-Page-Token"] and "task list --page-token" in text.fields()["Next-Page"]
+    assert text.fields()["Next-Page-Token"] and "--page-token" in text.fields()["Next-Page"]
+    # The printed Next-Page command, run as printed, continues the same filtered listing.
+    filtered = q("task", "list", "--context-id", context, "--status", "input-required", "--page-size", "2")
+    printed = shlex.split(filtered.fields()["Next-Page"])
+    assert printed[0] == "quineling"
+    following = q(*printed[1:], agent=None)
+    assert following.code == 0, following.err
+    assert following.out.count("State: TASK_STATE_INPUT_REQUIRED") == 1 and "COMPLETED" not in following.out
 
 
 def test_subscribe_follows_a_task_to_its_end(q: Q, server: LiveServer, tmp_path: Path) -> None:
@@ -348,7 +358,11 @@ def test_quineling_shortcuts_print_the_result(q: Q, tmp_path: Path) -> None:
     request = tmp_path / "req.json"
     request.write_text(json.dumps({"artifactId": created["artifact"]["id"]}))
     text = q("op", "run", "--data", str(request))
-    assert text.code == 0 and text.fields()["State"] == "TASK_STATE_COMPLETED" and '"total": 29' in text.out
+    assert text.code == 0 and text.fields()["State"] == "TASK_STATE_COMPLETED"
+    assert text.fields()["Outputs"] == '{"total": 29}' and "trace" not in text.out  # the concise view
+    made = q("create", SQUARE_SUM)
+    assert made.fields()["Result-Status"] == "created" and len(made.out.splitlines()) < 15
+    assert '"genomes"' in q("create", SQUARE_SUM, "--verbose").out  # the whole result on request
     missing = q("op", "inspect", "--field", "artifactId=sha256:" + "0" * 64, "-o", "json")
     assert missing.code == 1 and missing.json()["error"]["code"] == "QUINELING_NOT_FOUND"
 
@@ -361,6 +375,8 @@ def test_agents_registry_in_the_shared_store(q: Q, server: LiveServer, redis_sto
     added = q("agents", "add", server.base_url, agent=None, **store)
     assert added.code == 0 and added.fields()["Name"] == "Quineling", added.err
     try:
+        by_name = q("card", "get", agent="Quineling", **store)  # a registered agent's name works with -a
+        assert by_name.code == 0 and by_name.fields()["Name"] == "Quineling", by_name.err
         listed = q("agents", "list", "--skill", "ranch", "-o", "json", agent=None, **store).json()["agents"]
         assert server.base_url in [a["url"] for a in listed]
         assert (

@@ -593,3 +593,13 @@ def test_an_origin_without_a_card_names_both_places_looked() -> None:
         "/.well-known/agent-card.json" in caught.value.message
         and "/.well-known/agent.json" in caught.value.message
     )
+
+
+def test_a_credential_http_cannot_carry_is_refused_by_name_not_by_a_unicode_error() -> None:
+    """A pasted token with a non-ASCII character would fail deep in the HTTP stack as UnicodeEncodeError."""
+    from quineling.client import InvalidCredentials
+
+    for given in ({"bearer": "tök"}, {"api_key": "key\n"}):
+        with pytest.raises(InvalidCredentials, match="printable ASCII") as caught:
+            Credentials(**given)
+        assert caught.value.exit_code == 2 and "tök" not in str(caught.value)

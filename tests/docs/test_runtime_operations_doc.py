@@ -18,7 +18,7 @@ import pytest
 from quineling.app import create_app
 from quineling.runtime.context import RuntimeLimits
 from quineling.runtime.errors import ERROR_CODES
-from quineling.runtime.runtime import ALL_OPERATIONS
+from quineling.runtime.product_operations import ALL_OPERATIONS
 from tests.docs.examples import Document, JsonRpcSender, Run, run_examples
 from tests.docs.helper import run_helper
 

@@ -221,6 +221,21 @@ def test_rate_limit_refusals_of_the_a2a_endpoints_are_counted() -> None:
     assert grew() == [1, 1, 1]
 
 
+def test_a_rate_limit_refusal_counts_under_its_reason() -> None:
+    """docs/deployment.md: `outcome` is the A2A error reason the answer carries, RATE_LIMIT_EXCEEDED for a 429
+    of the rate limiter (not HTTP_429), on both bindings."""
+    client = create_app(config={"rate_limit": "1/minute"}).test_client()
+    grew = Growth(
+        requests_total("rest", "GetTask", "RATE_LIMIT_EXCEEDED"),
+        requests_total("jsonrpc", "none", "RATE_LIMIT_EXCEEDED"),
+    )
+    client.get("/a2a/rest/tasks/x", headers=V1)
+    refused = client.get("/a2a/rest/tasks/x", headers=V1)
+    again = client.post("/a2a/jsonrpc", json=rpc("GetTask", {"id": "x"}), headers=V1)
+    assert refused.status_code == again.status_code == 429
+    assert grew() == [1, 1]
+
+
 @pytest.fixture
 def secured(tmp_path: Path) -> Iterator[tuple[Flask, str]]:
     path, tokens = keys_file(tmp_path, "alice")

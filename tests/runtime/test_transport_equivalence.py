@@ -16,7 +16,8 @@ import pytest
 
 from quineling.app import create_app
 from quineling.runtime.errors import QuinelingError
-from quineling.runtime.runtime import ALL_OPERATIONS, Runtime
+from quineling.runtime.product_operations import ALL_OPERATIONS
+from quineling.runtime.runtime import Runtime
 from tests.a2a.conftest import data, user_message
 from tests.runtime.test_ranch_support import (
     ALLOCATE,
