@@ -1,3 +1,3 @@
-from quineling import create_app
+from quineling.app import serving_app
 
-app = create_app()
+app = serving_app()

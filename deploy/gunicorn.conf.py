@@ -15,8 +15,12 @@ from __future__ import annotations
 import sys
 
 from quineling.config import ConfigError, gunicorn_options, load_settings
+from quineling.open_files import ensure_or_exit
 
 try:
-    globals().update(gunicorn_options(load_settings()))
+    _settings = load_settings()
+    globals().update(gunicorn_options(_settings))
 except ConfigError as exc:
     sys.exit(f"quineling: {exc}")
+# Enough open files for the configured bounds, or a refusal (exit 3) that says so (docs/deployment.md).
+ensure_or_exit(_settings)

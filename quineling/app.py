@@ -293,6 +293,18 @@ def _register_routing_errors(app: Flask) -> None:
     app.register_error_handler(HTTPException, handle)
 
 
+def serving_app() -> Flask:
+    """The app a server's worker serves (``wsgi.py``, ``quineling serve``): :func:`create_app`, then a warning
+    in the log for each thing an operator should know about the store (``Backend.warnings``: a Redis that
+    persists nothing, say), which ``/readyz`` lists too."""
+    app = create_app()
+    backend = app.extensions["quineling"].extras["backend"]
+    if backend is not None:
+        for warning in backend.warnings():
+            log.warning("store: %s", warning)
+    return app
+
+
 def _store_options(settings: Settings) -> dict[str, Any]:
     """The network store's deadlines (the in-process store ignores them). A blocking event read lasts at most
     one keep-alive period (``quineling.a2a.subscription.follow``), so that is the longest it may block."""
@@ -300,6 +312,8 @@ def _store_options(settings: Settings) -> dict[str, Any]:
         "socket_connect_timeout": settings.redis_connect_timeout_seconds,
         "socket_timeout": settings.redis_timeout_seconds,
         "max_block_seconds": settings.keepalive_seconds,
+        "connections": settings.store_connections,
+        "blocking_connections": settings.blocking_store_limit,
         **store_tls_options(settings),
     }
 
@@ -358,6 +372,10 @@ def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None)
         except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
             log.warning("readiness check failed: %s", exc)
             return jsonify(status="unavailable", error=type(exc).__name__), 503
+        # Ready, but an operator should know (a Redis that persists nothing, say; docs/deployment.md).
+        warnings = backend.warnings() if backend is not None else []
+        if warnings:
+            return jsonify(status="ok", warnings=warnings), 200
         return jsonify(status="ok"), 200
 
 

@@ -20,6 +20,7 @@ def serve(args: argparse.Namespace) -> int:
     from gunicorn.app.base import BaseApplication
 
     from quineling.config import ConfigError, gunicorn_options, load_settings
+    from quineling.open_files import ensure_or_exit
     from quineling.startup import port_taken
 
     if args.port is not None:
@@ -37,6 +38,7 @@ def serve(args: argparse.Namespace) -> int:
     if taken is not None:
         print(f"quineling: {taken}; choose another with --port or QUINELING_A2A_PORT", file=sys.stderr)
         return 2
+    ensure_or_exit(settings)  # enough open files for the bounds, or exit 3 saying so (docs/deployment.md)
 
     class Server(BaseApplication):
         def load_config(self) -> None:
@@ -46,9 +48,9 @@ def serve(args: argparse.Namespace) -> int:
         # The Flask app. types-gunicorn spells a WSGI app's start_response differently from Flask's (typeshed)
         # WSGI types, so Flask does not match its return type although gunicorn serves it as WSGI.
         def load(self) -> Any:
-            from quineling.app import create_app
+            from quineling.app import serving_app
 
-            return create_app()
+            return serving_app()
 
     Server().run()
     return 0

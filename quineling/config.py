@@ -45,6 +45,12 @@ class Settings:
     # CA certificates (a PEM file) a TLS store URL's server certificate must chain to; empty: the system's
     # trust store. Verification of the certificate and its host name is always on (docs/deployment.md).
     redis_ca_file: str = ""
+    # Redis connections per worker (docs/deployment.md, "Worker model"): one is held for the duration of a
+    # store call only, so these bound the calls in flight, not the clients. Blocking event reads (open streams,
+    # waiting GetTasks) lend from a pool of their own, so requests never wait behind them; 0: automatic, one per
+    # stream and waiting GetTask the worker holds (Settings.blocking_store_limit).
+    store_connections: int = 64
+    blocking_store_connections: int = 0
     # Tenants served besides the default (empty) one: comma-separated names, or "*" for any. Task capacity
     # is per tenant, so every accepted tenant adds a full task budget; "*" leaves the total unbounded.
     tenants: str = ""
@@ -70,6 +76,9 @@ class Settings:
     workers: int = 1
     threads: int = 8  # gthread only
     worker_connections: int = 1000  # simultaneous connections per worker, streams included
+    # Each worker accepts on a listening socket of its own (SO_REUSEPORT), so the kernel spreads new
+    # connections over the workers evenly instead of to whichever accepts first (docs/performance.md).
+    reuse_port: bool = False
     max_streams: int = 0  # open subscriptions per worker; 0: automatic (see Settings.stream_limit)
     card_max_age: int = 3600
     subscribe_max_seconds: float = 3600.0
@@ -142,6 +151,12 @@ class Settings:
         return max(1, self.stream_limit // 2)
 
     @property
+    def blocking_store_limit(self) -> int:
+        """Blocking Redis reads one worker holds at once: one per open stream and waiting GetTask unless
+        QUINELING_BLOCKING_STORE_CONNECTIONS says otherwise."""
+        return self.blocking_store_connections or self.stream_limit + self.long_poll_limit
+
+    @property
     def authenticated(self) -> bool:
         return bool(self.auth_keys_file or self.auth_jwks)
 
@@ -161,6 +176,7 @@ _POSITIVE = {
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
     "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
+    "store_connections",
 }  # fmt: skip
 MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0
@@ -255,6 +271,11 @@ def _validate(settings: Settings) -> None:
         raise ConfigError(
             f"QUINELING_LONG_POLL_SECONDS must be 0 (no waiting) to {MAX_LONG_POLL_SECONDS:g} seconds "
             f"(got {settings.long_poll_seconds})"
+        )
+    if settings.blocking_store_connections < 0:
+        raise ConfigError(
+            "QUINELING_BLOCKING_STORE_CONNECTIONS must be 0 (automatic) or positive "
+            f"(got {settings.blocking_store_connections})"
         )
     if settings.max_long_polls < 0:
         raise ConfigError(
@@ -565,6 +586,9 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
         "workers": settings.workers,
         "worker_connections": settings.worker_connections,
+        # Each worker listens on a socket of its own (gunicorn makes one in every worker it forks), so the
+        # kernel spreads new connections evenly (docs/performance.md, "Spread over workers").
+        "reuse_port": settings.reuse_port,
         # The heartbeat comes from the worker's own loop, never from a request: open streams do not delay it,
         # and a worker whose loop is stuck this long (a blocking call under gevent, say) is replaced.
         "timeout": 30,

@@ -513,6 +513,12 @@ class Backend(ABC):
         """How many server round trips this backend has made (0 for in-process backends)."""
         return 0
 
+    def warnings(self) -> list[str]:
+        """What an operator should know about the storage as it is set up — a Redis that keeps its data in
+        memory only, say — one sentence each (logged at start-up and listed by ``/readyz``). May make a round
+        trip the first time; never raises."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - an optional hook, deliberately a no-op by default
         """Release connections."""
 

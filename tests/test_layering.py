@@ -54,6 +54,7 @@ LAYERS = {
     "quineling.startup": 2,  # the gunicorn master's start banner and store probe: standard library only
     "quineling.auth": 2,  # authentication: no web framework, no store, nothing of the protocol
     "quineling.observe": 2,  # metrics and logs: no web framework, nothing of the protocol
+    "quineling.open_files": 2,  # the master's open-files check: standard library and the cluster URL only
     "quineling.request_head": 2,  # the lean worker's strict reading of a request head: standard library only
     "quineling.a2a": 3,
     "quineling.client": 3,  # calls other agents; only the stores layer below it

@@ -18,6 +18,17 @@ from quineling.a2a import body, observation, schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.context import CallContext
 from quineling.a2a.endpoints import REST_PREFIX
+from quineling.a2a.error_answers import (
+    BAD_LISTING,
+    FOLLOW_UP_FAILURES,
+    NO_EXTENDED_CARD,
+    PUSH_OFF,
+    TASK_FINAL,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    TASK_TOOLS,
+    answers,
+)
 from quineling.a2a.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -174,49 +185,137 @@ def _sse(events: Any) -> Response:
 
 
 # --- views ---------------------------------------------------------------------------------------------
+#
+# Each view documents its operation (quineling/a2a/openapi_plugin.py completes it): the docstring gives the
+# summary (first line) and description (the paragraphs after it), @blp.doc the operation id, tag and own
+# failures (quineling/a2a/error_answers.py), @blp.arguments the example request.
+
+EXAMPLE_THOUGHT = "[2,3,4] | square | sum | report total"
 
 
 @route("/message:send")
 class SendMessage(MethodView):
-    @blp.arguments(schemas.SendMessageRequestSchema)
+    @blp.doc(
+        operationId="SendMessage",
+        tags=["Messages"],
+        **answers(*FOLLOW_UP_FAILURES, reads_body=True, links=TASK_TOOLS),
+    )
+    @blp.arguments(
+        schemas.SendMessageRequestSchema,
+        example={
+            "message": {
+                "messageId": "msg-create-1",
+                "role": "ROLE_USER",
+                "parts": [
+                    {
+                        "mediaType": "application/json",
+                        "data": {"operation": "create", "thought": EXAMPLE_THOUGHT},
+                    }
+                ],
+            },
+            "configuration": {"historyLength": 1},
+        },
+    )
     @blp.response(200, schemas.SendMessageResponseSchema)
     def post(self, _args: dict[str, Any], tenant: str | None = None) -> Response:
+        """Send a message
+
+        Sends one user message and answers with the task it started or continued. The message has exactly
+        one part: a text part holding a *thought* such as `[2,3,4] | square | sum | report total`, or a JSON
+        data part (`"mediaType": "application/json"`) holding a runtime request such as `{"operation": "run",
+        "artifactId": "sha256:…"}`; the answer is in the task's artifact `quineling-result`. The work is done
+        within the request, so the task comes back completed, failed, rejected, or waiting for input
+        (`TASK_STATE_INPUT_REQUIRED`); send a follow-up with `message.taskId` set to continue such a task. A
+        message the agent cannot act on (role not `ROLE_USER`, not exactly one part, a file part) fails the
+        task rather than the request.
+        """
         body = request_body()
         return render(state().service.send_message(body, ctx(tenant, body)))
 
 
 @route("/message:stream")
 class SendStreamingMessage(MethodView):
-    @blp.arguments(schemas.SendMessageRequestSchema)
+    @blp.doc(
+        operationId="SendStreamingMessage", tags=["Messages"], **answers(*FOLLOW_UP_FAILURES, reads_body=True)
+    )
+    @blp.arguments(
+        schemas.SendMessageRequestSchema,
+        example={
+            "message": {
+                "messageId": "msg-stream-1",
+                "role": "ROLE_USER",
+                "parts": [{"text": EXAMPLE_THOUGHT}],
+            }
+        },
+    )
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def post(self, _args: dict[str, Any], tenant: str | None = None) -> Response:
+        """Send a message and stream the task's events
+
+        Sends one user message and streams the events of the task it started or continued. The message has
+        exactly one part: a text part holding a *thought* such as `[2,3,4] | square | sum | report total`,
+        or a JSON data part (`"mediaType": "application/json"`) holding a runtime request such as
+        `{"operation": "run", "artifactId": "sha256:…"}`; the answer is in the task's artifact
+        `quineling-result`. The work is done within the request, so the task comes back completed, failed,
+        rejected, or waiting for input (`TASK_STATE_INPUT_REQUIRED`); send a follow-up with `message.taskId`
+        set to continue such a task. A message the agent cannot act on (role not `ROLE_USER`, not exactly
+        one part, a file part) fails the task rather than the request. The stream opens with the task and
+        ends when the task is final or waits for input.
+        """
         body = request_body()
         return _sse(state().service.send_message_stream(body, ctx(tenant, body)))
 
 
 @route("/tasks")
 class ListTasks(MethodView):
+    @blp.doc(
+        operationId="ListTasks",
+        tags=["Tasks"],
+        **answers(BAD_LISTING, query={"pageSize": 10, "status": "TASK_STATE_COMPLETED", "historyLength": 0}),
+    )
     @blp.arguments(schemas.ListTasksQuerySchema, location="query")
     @blp.response(200, schemas.ListTasksResponseSchema)
     def get(self, _args: dict[str, Any], tenant: str | None = None) -> Response:
+        """List tasks
+
+        Lists this tenant's tasks, most recently updated first, one page at a time: pass the answer's
+        `nextPageToken` as `pageToken` for the next page (it is empty on the last page). `totalSize` counts
+        every task that matches the filters.
+        """
         params = request.args.to_dict()
         return render(state().service.list_tasks(params, ctx(tenant, params)))
 
 
 @route("/tasks/<task_id:task_id>")
 class GetTask(MethodView):
+    @blp.doc(operationId="GetTask", tags=["Tasks"], **answers(TASK_NOT_FOUND, query={"historyLength": 2}))
     @blp.arguments(schemas.GetTaskQuerySchema, location="query")
     @blp.response(200, schemas.TaskSchema)
     def get(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        """Get a task
+
+        Answers the task with its status, artifacts and history (`historyLength` keeps only the most recent
+        messages).
+        """
         params = {**request.args.to_dict(), "id": task_id}
         return render(state().service.get_task(params, ctx(tenant, params)))
 
 
 @route("/tasks/<task_id:task_id>:cancel")
 class CancelTask(MethodView):
-    @blp.arguments(schemas.CancelTaskRequestSchema)
+    @blp.doc(
+        operationId="CancelTask",
+        tags=["Tasks"],
+        **answers(TASK_NOT_FOUND, TASK_NOT_CANCELABLE, reads_body=True),
+    )
+    @blp.arguments(schemas.CancelTaskRequestSchema, example={}, required=False)  # required: the document only
     @blp.response(200, schemas.TaskSchema)
     def post(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        """Cancel a task
+
+        Cancels a task that is not yet final and answers it in `TASK_STATE_CANCELED`; canceling a canceled
+        task answers it again. The body is optional.
+        """
         body = {**request_body(), "id": task_id}
         return render(state().service.cancel_task(body, ctx(tenant, body)))
 
@@ -226,12 +325,28 @@ class SubscribeToTask(MethodView):
     """GET per the protocol's proto definition, POST per its prose: both are served
     (docs/decisions-a2a.md, "Bindings")."""
 
+    @blp.doc(operationId="SubscribeToTask", tags=["Tasks"], **answers(TASK_NOT_FOUND, TASK_FINAL))
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def get(self, task_id: str, tenant: str | None = None) -> Response:
+        """Subscribe to a task's events
+
+        Streams the events of a task that is not yet final: first the task as it is now, then each later
+        status or artifact update, until the task is final. Comment lines (`: keepalive`) keep a quiet
+        stream open.
+        """
         return _subscribe(task_id, tenant)
 
+    @blp.doc(
+        operationId="SubscribeToTaskByPost",
+        tags=["Tasks"],
+        **answers(TASK_NOT_FOUND, TASK_FINAL, reads_body=True),
+    )
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")
     def post(self, task_id: str, tenant: str | None = None) -> Response:
+        """Subscribe to a task's events (POST)
+
+        The same as `GET …:subscribe`, by POST; a body, if sent, must be a JSON object and is not used.
+        """
         request_body()  # a body, if any, must still be valid JSON
         return _subscribe(task_id, tenant)
 
@@ -244,30 +359,64 @@ def _subscribe(task_id: str, tenant: str | None) -> Response:
     return held_stream(state().streams, lambda: _sse(events), render_error)
 
 
+_PUSH = {"tags": ["Push notifications"], **answers(PUSH_OFF, stores=False, capability="pushNotifications")}
+
+
 @route("/tasks/<task_id:task_id>/pushNotificationConfigs")
 class PushConfigs(MethodView):
-    @blp.arguments(schemas.PushConfigRequestSchema)
+    @blp.doc(
+        operationId="CreateTaskPushNotificationConfig",
+        tags=["Push notifications"],
+        **answers(PUSH_OFF, reads_body=True, stores=False, capability="pushNotifications"),
+    )
+    @blp.arguments(
+        schemas.PushConfigRequestSchema,
+        example={"url": "https://client.example.com/a2a/push", "token": "client-token-1"},
+    )
     @blp.response(200, schemas.PushConfigSchema)
     def post(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        """Create a push notification config
+
+        Registers a webhook for a task's updates.
+        """
         body = {**request_body(), "taskId": task_id}
         return render(state().service.create_push_config(body, ctx(tenant, body)))
 
+    @blp.doc(
+        operationId="ListTaskPushNotificationConfigs",
+        tags=["Push notifications"],
+        **answers(PUSH_OFF, stores=False, capability="pushNotifications", query={"pageSize": 10}),
+    )
     @blp.arguments(schemas.PushConfigListQuerySchema, location="query")
     @blp.response(200, schemas.PushConfigSchema(many=True))
     def get(self, _args: dict[str, Any], task_id: str, tenant: str | None = None) -> Response:
+        """List push notification configs
+
+        Lists the webhooks registered for a task.
+        """
         params = {**request.args.to_dict(), "taskId": task_id}
         return render(state().service.list_push_configs(params, ctx(tenant, params)))
 
 
 @route("/tasks/<task_id:task_id>/pushNotificationConfigs/<config_id>")
 class PushConfig(MethodView):
+    @blp.doc(operationId="GetTaskPushNotificationConfig", **_PUSH)
     @blp.response(200, schemas.PushConfigSchema)
     def get(self, task_id: str, config_id: str, tenant: str | None = None) -> Response:
+        """Get a push notification config
+
+        Answers one webhook registered for a task.
+        """
         params = {"taskId": task_id, "id": config_id}
         return render(state().service.get_push_config(params, ctx(tenant)))
 
+    @blp.doc(operationId="DeleteTaskPushNotificationConfig", **_PUSH)
     @blp.response(200)
     def delete(self, task_id: str, config_id: str, tenant: str | None = None) -> Response:
+        """Delete a push notification config
+
+        Removes one webhook registered for a task.
+        """
         params = {"taskId": task_id, "id": config_id}
         state().service.delete_push_config(params, ctx(tenant))
         return render({})
@@ -275,6 +424,15 @@ class PushConfig(MethodView):
 
 @route("/extendedAgentCard")
 class ExtendedAgentCard(MethodView):
+    @blp.doc(
+        operationId="GetExtendedAgentCard",
+        tags=["Agent card"],
+        **answers(NO_EXTENDED_CARD, stores=False, capability="extendedAgentCard"),
+    )
     @blp.response(200)
     def get(self, tenant: str | None = None) -> Response:
+        """Get the extended agent card
+
+        Answers the agent card for authenticated clients.
+        """
         return render(state().service.get_extended_agent_card({}, ctx(tenant)))

@@ -123,7 +123,13 @@ class TaskSchema(Schema):
     status = fields.Nested(TaskStatusSchema, required=True)
     artifacts = fields.List(fields.Dict())
     history = fields.List(fields.Dict())
-    metadata = fields.Dict()
+    metadata = fields.Dict(
+        metadata={
+            "description": "`generation`: how many times the task has changed (the long-poll's "
+            "`currentGeneration` waits for a higher one)",
+            "example": {"generation": 3},
+        }
+    )
 
 
 class SendMessageResponseSchema(Schema):

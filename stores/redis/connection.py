@@ -1,12 +1,13 @@
-"""One Redis client shared by the Redis backend's stores: per-thread connections, a separate pool for blocking
-reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/redis/lua``.
+"""One Redis client shared by the Redis backend's stores: connections lent one call at a time, a separate pool for
+blocking reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/redis/lua``.
 The client is a single server's (``redis://``) or a Redis Cluster's (``redis+cluster://``, :func:`make_client`).
 
 Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
 
 * Every call has a deadline: the client's connect and read timeouts (``socket_connect_timeout``,
-  ``socket_timeout``), and for a blocking event read the blocking pool's longer read timeout.
-* A thread's own connection is checked before each call: if the server closed it (a restart, a killed
+  ``socket_timeout``), and for a blocking event read the blocking pool's longer read timeout. A call that
+  finds all its pool's connections lent waits for one at most the read timeout (:class:`Connection`).
+* A free connection is checked before it is lent for a call: if the server closed it (a restart, a killed
   client, an idle timeout), it is dropped and the call connects afresh, so the first request after Redis
   comes back does not fail on a dead socket. Nothing is sent on a connection known to be dead.
 * A call that is safe to repeat (``repeatable=True``: a read, or a script whose second run changes nothing the
@@ -57,6 +58,20 @@ CLUSTER_RETRIES = 2
 CLUSTER_BACKOFF = ExponentialBackoff(cap=0.5, base=0.05)
 
 
+class _Cluster(RedisCluster):
+    """redis-py's cluster client, except that it finds the keys of an XREAD itself: redis-py asks a node for
+    them (COMMAND GETKEYS, XREAD's keys being movable) before every read, a second round trip for every poll
+    of every open stream."""
+
+    def _get_command_keys(self, *args: Any) -> Any:
+        if str(args[0]).upper() == "XREAD":
+            words = [arg.upper() if isinstance(arg, str) else arg for arg in args]
+            if "STREAMS" in words:  # XREAD [COUNT n] [BLOCK ms] STREAMS key... id...
+                streams = args[words.index("STREAMS") + 1 :]
+                return list(streams[: len(streams) // 2])
+        return super()._get_command_keys(*args)  # type: ignore[no-untyped-call]
+
+
 def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     """The redis-py client for a store URL: ``redis://``, ``rediss://``, ``unix://`` (one server) or
     ``redis+cluster://[user:password@]host:port[,host:port...]`` and ``rediss+cluster://`` (TLS): a Redis
@@ -65,7 +80,7 @@ def make_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     scheme = url.split("://", 1)[0].lower()
     if scheme not in CLUSTER_SCHEMES:
         return redis.Redis.from_url(url, socket_timeout=socket_timeout, **options)
-    return RedisCluster(startup_nodes=cluster_nodes(url), **_cluster_settings(url, socket_timeout, options))
+    return _Cluster(startup_nodes=cluster_nodes(url), **_cluster_settings(url, socket_timeout, options))
 
 
 def make_lazy_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
@@ -73,7 +88,7 @@ def make_lazy_client(url: str, *, socket_timeout: float, **options: Any) -> Any:
     if url.split("://", 1)[0].lower() not in CLUSTER_SCHEMES:
         return make_client(url, socket_timeout=socket_timeout, **options)
     nodes, settings = cluster_nodes(url), _cluster_settings(url, socket_timeout, options)
-    return LazyCluster(lambda: RedisCluster(startup_nodes=nodes, **settings))
+    return LazyCluster(lambda: _Cluster(startup_nodes=nodes, **settings))
 
 
 class LazyCluster:
@@ -113,6 +128,8 @@ class LazyCluster:
 def _cluster_settings(url: str, socket_timeout: float, options: dict[str, Any]) -> dict[str, Any]:
     scheme = url.split("://", 1)[0].lower()
     settings: dict[str, Any] = {
+        # max_connections: each node's pool's (redis-py's default is 100); the gates of Connection bound the
+        # calls in flight to it, so a node's pool never runs out.
         **{name: value for name, value in options.items() if name != "retry"},
         **cluster_auth(url),
         "ssl": scheme == "rediss+cluster",
@@ -225,32 +242,68 @@ def _repeat_helps(error: BaseException) -> bool:
     return isinstance(error, rex.ConnectionError) and not isinstance(error, _NOT_REPEATED)
 
 
+# Connections each pool lends at once when none are configured (QUINELING_STORE_CONNECTIONS and
+# QUINELING_BLOCKING_STORE_CONNECTIONS decide them in the server, quineling/config.py).
+DEFAULT_CONNECTIONS = 64
+DEFAULT_BLOCKING_CONNECTIONS = 64
+
+
+class _Lent:
+    """One pool's connections as lent one call at a time: at most ``size`` at once (a gate), the free ones on a
+    stack (the most recently used first, so an idle one is reused while warm and the rest may time out)."""
+
+    __slots__ = ("gate", "generation", "idle", "size")
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a Redis pool must lend at least one connection, got {size!r}")
+        self.size = size
+        self.idle: list[Any] = []
+        self.gate = threading.BoundedSemaphore(size)
+        self.generation = _fork_generation
+
+
 class Connection:
     """The client plus a round-trip counter: every server call of the backend goes through here.
 
-    Each thread calls Redis on a connection of its own (a single-connection client over the shared pool,
-    made on the thread's first call): a server thread then never queues on the pool's lock or goes through
-    its checkout and return before each command, which cost about a third of the CPU of a small command
-    under load. What the pool's checkout also did — notice a connection the server has closed — is kept as
-    one non-blocking poll of the thread's socket (:meth:`_drop_if_closed`, about 4 µs). The connection
-    returns to the pool when its thread ends; pipelines use the pool directly.
+    A connection is held only for the duration of one call (a command, a script, a blocking read): it is taken
+    from the pool's free ones before the call and given back after it, so the connections a worker holds scale
+    with its calls in flight, not with its clients (a kept-alive client or an open stream between two reads
+    holds none). At most ``connections`` calls are in flight at once; one more waits for a free connection up to
+    ``wait`` seconds (the reply deadline), then fails as the retryable outage. Blocking event reads lend from a
+    pool of their own (``blocking_connections``), so a request never waits behind the streams.
+
+    The free connections are kept here, each in a client of its own, rather than returned to redis-py's pool:
+    its checkout and return cost about a third of the CPU of a small command under load. What the checkout also
+    did — notice a connection the server has closed — is kept as one non-blocking poll of the socket
+    (:meth:`_drop_if_closed`, about 4 µs).
 
     ``blocking`` is the client for blocking event reads (``XREAD BLOCK``), over a pool of its own whose read
-    timeout exceeds the longest block (see :class:`~stores.redis.RedisBackend`); ``None``: ``client``.
-    ``observer`` hears of every round trip and every failed call (:mod:`stores.observer`).
+    timeout exceeds the longest block (see :class:`~stores.redis.RedisBackend`); ``None``: ``client``. A
+    cluster client keeps a pool per node and checks each connection out per command itself: only the gates
+    apply to it. ``observer`` hears of every round trip and every failed call (:mod:`stores.observer`).
     """
 
-    def __init__(self, client: Any, blocking: Any = None, observer: StoreObserver = UNOBSERVED) -> None:
+    def __init__(
+        self,
+        client: Any,
+        blocking: Any = None,
+        observer: StoreObserver = UNOBSERVED,
+        *,
+        connections: int = DEFAULT_CONNECTIONS,
+        blocking_connections: int = DEFAULT_BLOCKING_CONNECTIONS,
+        wait: float = 5.0,
+    ) -> None:
         self._shared = client
         self.observer = observer
         self._blocking = client if blocking is None else blocking
-        # A cluster client keeps a pool per node and is shared by all threads (it checks a pooled connection
-        # before handing it out): no per-thread connection for it.
         self.cluster = isinstance(client, (RedisCluster, LazyCluster))
         self._scripts: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._round_trips = 0
-        self._own = threading.local()
+        self._calls = _Lent(connections)
+        self._blocking_calls = self._calls if blocking is None else _Lent(blocking_connections)
+        self._wait = wait
         self._observer: Callable[[tuple[Any, ...]], None] | None = None
 
     @property
@@ -262,6 +315,16 @@ class Connection:
     def blocking(self) -> Any:
         """The client of blocking event reads."""
         return self._made(self._blocking)
+
+    @property
+    def client(self) -> Any:
+        """A client for calls outside the lent ones (tests, tools): the shared one, over the same pool."""
+        return self.shared
+
+    @property
+    def connections(self) -> tuple[int, int]:
+        """The connections lent at most at once: for calls, and for blocking reads."""
+        return self._calls.size, self._blocking_calls.size
 
     def _made(self, client: Any) -> Any:
         if not isinstance(client, LazyCluster):
@@ -280,7 +343,8 @@ class Connection:
         self._observer = observer
         for client in (self.shared, self.blocking):
             self._watched(client)
-        self._own = threading.local()  # per-thread clients made from now on are watched
+        for lent in (self._calls, self._blocking_calls):
+            lent.idle = []  # clients made from now on are watched
 
     def _watched(self, client: Any) -> Any:
         observer = self._observer
@@ -294,26 +358,44 @@ class Connection:
             client.execute_command = execute_command
         return client
 
-    @property
-    def client(self) -> Any:
-        """This thread's client, its connection checked (see :meth:`_drop_if_closed`)."""
-        if self.cluster:
-            return self.shared
-        own = self._own
-        if getattr(own, "generation", None) != _fork_generation:
-            own.client = self._watched(
-                redis.Redis(connection_pool=self.shared.connection_pool, single_connection_client=True)
+    def _take(self, lent: _Lent, shared: Any) -> Any:
+        """A client holding a connection of ``shared``'s pool for one call (give it back with :meth:`_give`)."""
+        if lent.generation != _fork_generation:  # a forked child: its parent's connections are not its own
+            lent.idle, lent.gate, lent.generation = (
+                [],
+                threading.BoundedSemaphore(lent.size),
+                _fork_generation,
             )
-            own.generation = _fork_generation
-        self._drop_if_closed(own.client)
-        return own.client
+        if not lent.gate.acquire(timeout=self._wait):
+            raise rex.MaxConnectionsError(
+                f"all {lent.size} Redis connections stayed busy for {self._wait:g} s"
+            )
+        try:
+            if self.cluster:
+                return self._made(shared)
+            if lent.idle:
+                client = lent.idle.pop()
+                self._drop_if_closed(client)
+                return client
+            pool = shared.connection_pool
+            client = redis.Redis(connection_pool=pool)
+            client.connection = pool.get_connection()  # connects (a failure is the call's)
+            return self._watched(client)
+        except BaseException:
+            lent.gate.release()
+            raise
+
+    def _give(self, lent: _Lent, client: Any) -> None:
+        if not self.cluster:
+            lent.idle.append(client)
+        lent.gate.release()
 
     @staticmethod
     def _drop_if_closed(client: Any) -> None:
-        """Disconnect the thread's connection if the server has closed it, or if it holds unread bytes (never
+        """Disconnect a free connection if the server has closed it, or if it holds unread bytes (never
         the case for an idle connection between two calls): one non-blocking poll of the socket, a few
         microseconds. An unconnected one is left alone, so an outage costs one connect attempt per call, not
-        two. The pool does the same check for the connections it hands out (pipelines, blocking reads)."""
+        two."""
         conn = getattr(client, "connection", None)
         if conn is None or getattr(conn, "_sock", None) is None:
             return
@@ -327,7 +409,7 @@ class Connection:
             conn.disconnect()
 
     def close(self) -> None:
-        """Disconnect every connection of both pools, including those the threads hold."""
+        """Disconnect every connection of both pools, including those lent out."""
         if self.cluster:
             self._shared.close()  # every node's pool (a LazyCluster never made has none)
             if self._blocking is not self._shared:
@@ -365,22 +447,52 @@ class Connection:
             raise StoreError(f"Redis refused the call: {type(error).__name__}: {error}") from error
 
     def command(self, name: str, *args: Any, repeatable: bool, **options: Any) -> Any:
-        """One command on this thread's connection; ``repeatable``: safe to send twice (see module doc)."""
-        return self._guard(lambda: getattr(self.client, name)(*args, **options), repeatable=repeatable)
+        """One command on a lent connection; ``repeatable``: safe to send twice (see module doc)."""
+
+        def call() -> Any:
+            client = self._take(self._calls, self._shared)
+            try:
+                return getattr(client, name)(*args, **options)
+            finally:
+                self._give(self._calls, client)
+
+        return self._guard(call, repeatable=repeatable)
 
     def blocking_command(self, name: str, *args: Any, **options: Any) -> Any:
-        """A read that may block on the server (``XREAD BLOCK``), on a connection of the blocking pool. A read
-        only, so it is repeated once after a connection error."""
-        return self._guard(lambda: getattr(self.blocking, name)(*args, **options), repeatable=True)
+        """A read that may block on the server (``XREAD BLOCK``), on a connection lent by the blocking pool. A
+        read only, so it is repeated once after a connection error."""
+
+        def call() -> Any:
+            client = self._take(self._blocking_calls, self._blocking)
+            try:
+                return getattr(client, name)(*args, **options)
+            finally:
+                self._give(self._blocking_calls, client)
+
+        return self._guard(call, repeatable=True)
 
     def pipeline(
         self, fill: Callable[[Any], None], *, repeatable: bool, transaction: bool = True
     ) -> list[Any]:
         def run() -> list[Any]:
-            pipe = self.shared.pipeline(transaction=transaction)
-            fill(pipe)
-            replies: list[Any] = pipe.execute()
-            return replies
+            # Through the pool itself, with a connection one of the free ones gives back to it: the pool
+            # then never holds more than the calls' gate allows.
+            client = self._take(self._calls, self._shared)
+            try:
+                shared = self.shared
+                if not self.cluster and client.connection is not None:
+                    shared.connection_pool.release(client.connection)
+                    client.connection = None
+                    client = None
+                pipe = shared.pipeline(transaction=transaction)
+                fill(pipe)
+                replies: list[Any] = pipe.execute()
+                return replies
+            finally:
+                if client is None:
+                    self._calls.gate.release()
+                else:
+                    self._give(self._calls, client)
 
         replies: list[Any] = self._guard(run, repeatable=repeatable)
         return replies
@@ -412,13 +524,19 @@ class Connection:
         return call_once
 
     def _evalsha(self, script: Script, keys_: Sequence[str], args: Sequence[Any]) -> Any:
-        """One EVALSHA of ``script`` on this thread's connection, and on NOSCRIPT a SCRIPT LOAD and the EVALSHA
+        client = self._take(self._calls, self._shared)
+        try:
+            return self._evalsha_on(client, script, keys_, args)
+        finally:
+            self._give(self._calls, client)
+
+    def _evalsha_on(self, client: Any, script: Script, keys_: Sequence[str], args: Sequence[Any]) -> Any:
+        """One EVALSHA of ``script`` on a lent connection, and on NOSCRIPT a SCRIPT LOAD and the EVALSHA
         again, as ``Script.__call__`` does. On one server the command is written to the thread's connection
         and its reply read directly: redis-py's ``execute_command`` around the same two steps (its lock, retry
         wrapper, timing and callbacks, none of which a script's reply needs) cost about 30 µs of CPU per call,
         half of a small script's whole round trip. A failed send or read disconnects the connection, as
         through the client; a cluster's calls keep going through its client, which routes them."""
-        client = self.client
         conn = None if self.cluster else client.connection
         if conn is None:
             return script(keys_, args, client=client)

@@ -16,7 +16,13 @@ from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
 from stores.redis import keys
 from stores.redis.changes import frees_at, state_keys, text
-from stores.redis.connection import CLUSTER_SCHEMES, Connection, make_lazy_client
+from stores.redis.connection import (
+    CLUSTER_SCHEMES,
+    DEFAULT_BLOCKING_CONNECTIONS,
+    DEFAULT_CONNECTIONS,
+    Connection,
+    make_lazy_client,
+)
 from stores.redis.rate_counters import RedisRateCounter
 from stores.redis.scopes import RedisScopeRegistry
 from stores.redis.state import RedisStateStore
@@ -28,6 +34,12 @@ from stores.scopes import Clock, ScopeLimits
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_MAX_BLOCK = 15.0  # the longest a blocking event read waits on the server (the keep-alive period)
+# What /readyz and the start-up log say of a Redis that keeps its data in memory only.
+NO_PERSISTENCE = (
+    "Redis persists nothing (neither AOF nor RDB): a restart of Redis loses every task, event, runtime "
+    "document and idempotency receipt, so a keyed send retried after it runs again; turn on appendonly "
+    '(docs/deployment.md, "Persistence and backup")'
+)
 RESET_ATTEMPTS = 5  # a reset looks again at a scope's tasks when one was saved between its look and its run
 
 
@@ -41,6 +53,10 @@ class RedisBackend(Backend):
     on a second pool whose read timeout is ``max_block_seconds + socket_timeout``; ``read_events`` never
     blocks longer than ``max_block_seconds``. One pool with the longer timeout would let every ordinary call
     hang that long on a stalled server, and redis-py's command API has no per-call read timeout.
+
+    A connection is held for one call only (:class:`~stores.redis.connection.Connection`): at most
+    ``connections`` ordinary calls and ``blocking_connections`` blocking reads are in flight at once, and each
+    pool holds at most that many connections (on a cluster, per node).
 
     ``observer`` hears of every round trip and failed call (:mod:`stores.observer`; the app counts them).
     """
@@ -58,6 +74,8 @@ class RedisBackend(Backend):
         socket_connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         socket_timeout: float = DEFAULT_TIMEOUT,
         max_block_seconds: float = DEFAULT_MAX_BLOCK,
+        connections: int = DEFAULT_CONNECTIONS,
+        blocking_connections: int = DEFAULT_BLOCKING_CONNECTIONS,
         observer: StoreObserver = UNOBSERVED,
         **client_options: Any,
     ) -> None:
@@ -73,14 +91,28 @@ class RedisBackend(Backend):
             # retry=None: redis-py repeats no call by itself (Connection decides what may be repeated).
             options = {"socket_connect_timeout": socket_connect_timeout, "retry": None, **client_options}
             # A cluster's clients are made on first use: one that is down must not stop a server's start.
-            client = make_lazy_client(url, socket_timeout=socket_timeout, **options)
-            blocking = make_lazy_client(url, socket_timeout=max_block_seconds + socket_timeout, **options)
+            client = make_lazy_client(
+                url, socket_timeout=socket_timeout, max_connections=connections, **options
+            )
+            blocking = make_lazy_client(
+                url,
+                socket_timeout=max_block_seconds + socket_timeout,
+                max_connections=blocking_connections,
+                **options,
+            )
         self.url = url
         self.prefix = prefix
         self.events_maxlen = events_maxlen
         self.events_ttl_seconds = events_ttl_seconds
         self.max_block_seconds = max_block_seconds
-        self.connection = Connection(client, blocking, observer)
+        self.connection = Connection(
+            client,
+            blocking,
+            observer,
+            connections=connections,
+            blocking_connections=blocking_connections,
+            wait=socket_timeout,
+        )
         self._state = RedisStateStore(self.connection, prefix)
         # Operator scripts, never on a request path. usage drops what lapsed, then reports: a repeat drops
         # nothing more. reset is sent once=True: between a lost reply and a plain repeat, new writes could
@@ -88,6 +120,7 @@ class RedisBackend(Backend):
         self._usage = self.connection.script("changes", "scope_report", "usage", repeatable=True)
         self._reset = self.connection.script("changes", "scope_report", "reset", repeatable=True, once=True)
         self._rate_counter = RedisRateCounter(self.connection, prefix)
+        self._warnings: list[str] | None = None  # known once the server has answered (see warnings)
 
     def state_store(self, clock: Callable[[], float] | None = None) -> RedisStateStore:
         return self._state if clock is None else self._state.with_clock(clock)
@@ -170,8 +203,50 @@ class RedisBackend(Backend):
     def round_trips(self) -> int:
         return self.connection.round_trips
 
+    def persistence(self) -> set[str]:
+        """How the Redis in use keeps its data across a restart: ``{"aof"}``, ``{"rdb"}``, both, or nothing (a
+        restart loses everything); on a cluster, what every primary does. ``CONFIG GET`` each of them: a
+        :class:`StoreError` when it is refused (a managed Redis, an ACL), :class:`StoreUnavailable` when a
+        server cannot be reached."""
+        nodes = self.connection.shared.get_primaries() if self.connection.cluster else [None]
+        kept: set[str] | None = None
+        for node in nodes:
+            target = {} if node is None else {"target_nodes": node}
+            appendonly = self.connection.command("config_get", "appendonly", repeatable=True, **target)
+            save = self.connection.command("config_get", "save", repeatable=True, **target)
+            here = {"aof"} if text(_config_value(appendonly, "appendonly")) == "yes" else set()
+            if text(_config_value(save, "save")).strip():
+                here.add("rdb")
+            kept = here if kept is None else kept & here
+        return kept or set()
+
+    def warnings(self) -> list[str]:
+        """A Redis that persists nothing (neither AOF nor RDB), or one whose persistence cannot be told (its
+        ``CONFIG GET`` refused). Asked once the server answers, then kept."""
+        if self._warnings is None:
+            try:
+                kept = self.persistence()
+            except StoreUnavailable:
+                return []  # asked again next time; /readyz answers 503 meanwhile anyway
+            except StoreError as error:
+                self._warnings = [
+                    f"cannot tell whether Redis persists its data (CONFIG GET refused: {error}); without AOF "
+                    "or RDB a restart of Redis loses every task and acknowledged write (docs/deployment.md, "
+                    '"Persistence and backup")'
+                ]
+            else:
+                self._warnings = [] if kept else [NO_PERSISTENCE]
+        return list(self._warnings)
+
     def close(self) -> None:
         self.connection.close()
+
+
+def _config_value(reply: Any, name: str) -> Any:
+    """One setting of a CONFIG GET reply (a mapping; on a cluster node possibly keyed by bytes)."""
+    if isinstance(reply, dict):
+        return reply.get(name, reply.get(name.encode(), b""))
+    return b""
 
 
 def _usage(scope: str, reply: Any) -> ScopeUsage:

@@ -106,24 +106,45 @@ def test_every_lua_script_documents_its_keys_arguments_and_return() -> None:
         assert "Returns" in comment or "Defines" in comment, script.name
 
 
-def test_each_thread_calls_redis_on_a_connection_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_connection_is_held_for_one_call_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connections scale with calls in flight: one thread after another reuses the one free connection, more
+    calls than the pool lends wait for a free one, and a forked child never reuses its parent's."""
     import threading
 
     import fakeredis
 
     import stores.redis.connection as redis_backend
 
-    backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="threads")
+    backend = RedisBackend("redis://fake", client=fakeredis.FakeRedis(), prefix="lent", connections=2)
     conn = backend.connection
-    mine = conn.client
-    assert conn.client is mine  # kept for the thread's life
-    theirs: list[object] = []
-    other = threading.Thread(target=lambda: theirs.append(conn.client))
-    other.start()
-    other.join()
-    assert theirs[0] is not mine and mine.connection is not theirs[0].connection  # type: ignore[attr-defined]
+    lent = conn._calls
+    backend.ping()
+    first = lent.idle[-1]
+    for _ in range(3):  # sequential calls from other threads: the same connection, given back each time
+        other = threading.Thread(target=backend.ping)
+        other.start()
+        other.join()
+    assert lent.idle == [first]
+    held = [conn._take(lent, conn._shared), conn._take(lent, conn._shared)]  # both lent: a third call waits
+    conn._wait = 0.05
+    with pytest.raises(StoreUnavailable, match="2 Redis connections stayed busy"):
+        backend.ping()
+    for client in held:
+        conn._give(lent, client)
+    backend.ping()  # one came free
+    # Requests never wait behind blocking reads: those lend from a pool of their own.
+    two = redis_backend.Connection(
+        fakeredis.FakeRedis(), fakeredis.FakeRedis(), connections=1, blocking_connections=3, wait=0.05
+    )
+    waiting = [two._take(two._blocking_calls, two._blocking) for _ in range(3)]
+    assert two.command("ping", repeatable=True)
+    for client in waiting:
+        two._give(two._blocking_calls, client)
+    assert len(lent.idle) == 2 and lent.gate.acquire(blocking=False)  # every permit came back
+    lent.gate.release()
     monkeypatch.setattr(redis_backend, "_fork_generation", redis_backend._fork_generation + 1)
-    assert conn.client is not mine  # a forked child never reuses its parent's connection
+    backend.ping()
+    assert first not in lent.idle  # a forked child never reuses its parent's connection
     backend.state_store().commit("s", ChangeSet(expect={("artifact", "a"): 0}, put={("artifact", "a"): {}}))
     assert backend.state_store().read("s", [("artifact", "a")])[("artifact", "a")].version == 1
     backend.close()

@@ -55,7 +55,7 @@ def test_a_cluster_url_names_nodes_only(url: str) -> None:
 
 def test_the_cluster_client_gets_our_deadlines_tls_and_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[dict[str, object]] = []
-    monkeypatch.setattr(redis_connection, "RedisCluster", lambda **options: made.append(options))
+    monkeypatch.setattr(redis_connection, "_Cluster", lambda **options: made.append(options))
     redis_connection.make_client(
         "rediss+cluster://u:p@h:1,h:2", socket_timeout=1.5, socket_connect_timeout=0.5
     )
@@ -113,3 +113,16 @@ def test_the_cluster_clients_own_failures_become_store_errors(error: Exception, 
     with pytest.raises(StoreError) as raised:
         connection.command("get", "k", repeatable=True)
     assert isinstance(raised.value, StoreUnavailable) is retryable
+
+
+def test_the_cluster_client_finds_an_xreads_keys_itself() -> None:
+    """No COMMAND GETKEYS round trip before each poll of an open stream (issue 27): the keys come from the
+    arguments, and other commands keep redis-py's own way."""
+    from stores.redis.connection import _Cluster
+
+    client = _Cluster.__new__(_Cluster)  # never connected: the method reads only its arguments
+    assert client._get_command_keys("XREAD", "BLOCK", 1000, "STREAMS", "a", "0-0") == ["a"]
+    assert client._get_command_keys("xread", "COUNT", 5, "streams", "a", "{a}b", "0-0", "1-0") == [
+        "a",
+        "{a}b",
+    ]
