@@ -141,6 +141,7 @@ def create_app(
         legacy_compat=settings.legacy_compat,
         card_superset=settings.card_superset,
         request_limit_bytes=settings.request_limit_bytes,
+        body_timeout_seconds=settings.body_timeout_seconds,
         card_max_age=settings.card_max_age,
         tenants=_served_tenants(settings.tenants),
         streams=StreamSlots(settings.stream_limit, watch=metrics.streams_open),

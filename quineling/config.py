@@ -61,6 +61,9 @@ class Settings:
     # the same either way, so this is for measuring and for ruling the lean path out.
     lean_jsonrpc: bool = True
     request_limit_bytes: int = 2 * MIB
+    # A request body not fully received this long after its head is answered 408 and its connection closed
+    # (docs/security.md, "Slow clients"): a client that trickles a body holds a connection for no longer.
+    body_timeout_seconds: float = 30.0
     task_max: int = 128
     task_max_bytes: int = 64 * MIB
     task_max_task_bytes: int = 16 * MIB
@@ -166,7 +169,13 @@ class Settings:
 
     @property
     def advertised_url(self) -> str:
-        return (self.base_url or f"http://{self.a2a_host}:{self.a2a_port}").rstrip("/")
+        return (self.base_url or f"http://{self.host_in_url}:{self.a2a_port}").rstrip("/")
+
+    @property
+    def host_in_url(self) -> str:
+        """``a2a_host`` as a URL or a bind address names it: a bare IPv6 address (``::1``) in brackets."""
+        host = self.a2a_host
+        return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 _FALSE = {"0", "false", "off", "no"}
@@ -176,7 +185,7 @@ _POSITIVE = {
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
     "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
-    "store_connections",
+    "store_connections", "body_timeout_seconds",
 }  # fmt: skip
 MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0
@@ -581,7 +590,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
         raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
     options: dict[str, Any] = {
-        "bind": f"{settings.a2a_host}:{settings.a2a_port}",
+        "bind": f"{settings.host_in_url}:{settings.a2a_port}",
         # gevent: gunicorn's gevent worker, with the lean JSON-RPC path's calls read before gunicorn's parser.
         "worker_class": WORKER_CLASS_PATHS.get(settings.worker_class, settings.worker_class),
         "workers": settings.workers,
@@ -598,6 +607,11 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # complete request headers, after which the connection is closed (a slow-header client costs a
         # greenlet for at most this long).
         "keepalive": 5,
+        # gunicorn lets a client in forwarded_allow_ips (loopback by default) set SCRIPT_NAME and PATH_INFO
+        # by header, which moves the routes and the URLs the app builds; no client is trusted to (a
+        # deployment under a path prefix sets QUINELING_BASE_URL and has its proxy strip the prefix), so the
+        # headers are dropped like any other with an underscore (docs/security.md, "Proxies").
+        "forwarder_headers": "",
         "post_worker_init": _watch_worker,
         "pre_request": remember_request,
         # Under gevent, every answered request gives the other connections one turn (take_turn).

@@ -12,7 +12,10 @@ call without gunicorn's machinery around it:
   declines: then every byte read so far is handed to gunicorn's own handler with the connection, which reads
   them first and serves that connection from then on, exactly as the stock worker does.
 
-Nothing is refused here: a request this worker does not serve reaches gunicorn byte for byte. What the lean
+A request is judged from its head before its body is waited for (the lean path's ``admit``: a missing or
+invalid credential, say, sends it to gunicorn and Flask at once, which refuse it unread and close), and a body
+gets ``QUINELING_BODY_TIMEOUT_SECONDS`` to arrive (then 408, and the connection closes). Nothing else is
+refused here: a request this worker does not serve reaches gunicorn byte for byte. What the lean
 path counted against a rate budget before declining travels with the request (``carried``), so Flask does not
 count it again. Without the lean path (``QUINELING_LEAN_JSONRPC=0``), with TLS, the PROXY protocol, HTTP/2
 prior knowledge, keep-alive off or an access log in the text format, and on a Unix socket, every connection
@@ -118,21 +121,23 @@ class LeanGeventWorker(GeventWorker):
                 if end == -2:
                     return None
                 if end < 0:
-                    return buffer, {}
+                    return buffer, lean.carried({})
             fields = read_head(
                 buffer[:end], self._request_line, cfg.limit_request_fields, cfg.limit_request_field_size
             )
             length = None if fields is None else content_length(fields, lean.state.request_limit_bytes)
-            if fields is None or length is None:
-                return buffer, {}
+            # Judged from the head before any of the body is waited for: a request the lean path would decline
+            # (no valid credential, say) goes to gunicorn and Flask now, which refuse it unread and close.
+            if fields is None or length is None or not lean.admit(fields):
+                return buffer, lean.carried({})
             started = time.perf_counter()
             start = end + len(HEAD_END)
             stop = start + length
-            while len(buffer) < stop:  # the rest of the body: no deadline, as gunicorn reads one
-                data = client.recv(max(65536, stop - len(buffer)))
-                if not data:
+            if len(buffer) < stop:
+                whole = self._read_body(client, buffer, stop)
+                if whole is None:
                     return None
-                buffer += data
+                buffer = whole
             environ: dict[str, Any] = fields
             environ.update(
                 REQUEST_METHOD="POST",
@@ -161,6 +166,26 @@ class LeanGeventWorker(GeventWorker):
             buffer = buffer[stop:]
             take_turn(self, None, environ, None)
 
+    def _read_body(self, client: Any, buffer: bytes, stop: int) -> bytes | None:
+        """``buffer`` read on to ``stop`` bytes; ``None``: the client closed first (it is not answered), or the
+        body did not arrive within the body deadline (answered 408, and the connection closes)."""
+        timer = gevent.Timeout.start_new(self.lean.state.body_timeout_seconds)
+        try:
+            while len(buffer) < stop:
+                data = client.recv(max(65536, stop - len(buffer)))
+                if not data:
+                    return None
+                buffer += data
+            return buffer
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
+            status, headers, payload = self.lean.timed_out()
+            client.sendall(self._response(headers, payload, True, f"{status} Request Timeout"))
+            return None
+        finally:
+            timer.close()
+
     def _read_head(self, client: Any, buffer: bytes) -> tuple[bytes, int]:
         """``buffer`` read on until it holds a whole head, with the head's end; -1: the head is gunicorn's (not
         the lean path's request line, or too long); -2: the client closed, or sent no whole head within the
@@ -171,8 +196,8 @@ class LeanGeventWorker(GeventWorker):
                 line = self._request_line
                 if not (buffer.startswith(line) if len(buffer) >= len(line) else line.startswith(buffer)):
                     return buffer, -1
-                if len(buffer) > HEAD_LIMIT:
-                    return buffer, -1
+                if len(buffer) > HEAD_LIMIT or buffer.count(b"\n") != buffer.count(b"\r\n"):
+                    return buffer, -1  # a bare LF: a head this reader never ends; gunicorn refuses it (400)
                 data = _ready(client) if timer is None else None
                 if data is None:
                     timer = timer or gevent.Timeout.start_new(self.cfg.keepalive)
@@ -191,13 +216,15 @@ class LeanGeventWorker(GeventWorker):
             if timer is not None:
                 timer.close()
 
-    def _response(self, headers: list[tuple[str, str]], payload: bytes, closing: bool) -> bytes:
+    def _response(
+        self, headers: list[tuple[str, str]], payload: bytes, closing: bool, status: str = "200 OK"
+    ) -> bytes:
         """The response as gunicorn writes one: its status line and default headers, then the app's."""
         now = int(time.time())
         if self._date[0] != now:
             self._date = (now, f"Date: {util.http_date(now)}\r\n")
         head = [
-            f"HTTP/1.1 200 OK\r\nServer: {SERVER}\r\n",
+            f"HTTP/1.1 {status}\r\nServer: {SERVER}\r\n",
             self._date[1],
             "Connection: close\r\n" if closing else "Connection: keep-alive\r\n",
             *[f"{name}: {value}\r\n" for name, value in headers],

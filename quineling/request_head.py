@@ -59,7 +59,7 @@ def read_head(
     fields: dict[str, str] = {}
     schemes = 0
     for line in lines[1:]:
-        if len(line) > max_field_size:
+        if len(line) + 2 > max_field_size:  # gunicorn counts the line's CRLF in its limit
             return None
         field = _READ.get(line)
         if field is None:

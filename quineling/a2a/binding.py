@@ -33,6 +33,7 @@ class A2AState:
     legacy_compat: bool = True
     card_superset: bool = True
     request_limit_bytes: int = 2 * 1024 * 1024
+    body_timeout_seconds: float = 30.0  # a body not received in full by then: 408 (quineling/a2a/body.py)
     card_max_age: int = 3600
     tenants: frozenset[str] | None = frozenset()  # served besides the default tenant; None = any
     # This worker's open subscriptions (create_app sizes it from the settings).

@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import orjson
 from flask import Response, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from quineling.a2a.errors import InvalidParamsError, InvalidRequestError, JSONParseError
+from quineling.a2a.errors import (
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+)
 from quineling.config import close_connection, worker_stopping
 from stores import codec
 
@@ -42,30 +51,84 @@ def too_large(limit: int) -> InvalidRequestError:
     return InvalidRequestError(f"Request body exceeds {limit} bytes", http_status=413)
 
 
-def read_limited(limit: int) -> bytes:
+def read_limited(limit: int, timeout: float | None = None) -> bytes:
     """The raw body: 413 (:func:`too_large`) as soon as more than ``limit`` bytes arrive, without reading
-    further; a body the client does not deliver intact (a broken chunk, a disconnect) is ``InvalidRequest``."""
-    if request.content_length is not None and request.content_length > limit:
+    further; a body the client does not deliver intact (a broken chunk, a disconnect, fewer bytes than its
+    Content-Length before a half-close) is ``InvalidRequest``; one not received in full within ``timeout``
+    seconds (the body deadline, QUINELING_BODY_TIMEOUT_SECONDS) is 408, and its connection closes."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
         raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
     try:
-        stream = request.stream
-        while size <= limit:
-            # Streams may return less than asked (werkzeug's LimitedStream, a chunked body): read again.
-            chunk = stream.read(limit + 1 - size)
-            if not chunk:
-                request.environ[_READ_TO_END] = True
-                break
-            chunks.append(chunk)
-            size += len(chunk)
+        with within(request.environ.get("gunicorn.socket"), timeout):
+            stream = request.stream
+            while size <= limit:
+                # Streams may return less than asked (werkzeug's LimitedStream, a chunked body): read again.
+                chunk = stream.read(limit + 1 - size)
+                if not chunk:
+                    request.environ[_READ_TO_END] = True
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
     except RequestEntityTooLarge:  # werkzeug's own cap (MAX_CONTENT_LENGTH) on a stream
         raise too_large(limit) from None
     except Exception as exc:  # noqa: BLE001 - the server's framing errors are the client's doing
+        if isinstance(exc, TimeoutError) or isinstance(exc.__context__, TimeoutError):  # werkzeug wraps it
+            close_connection(request.environ.get("wsgi.input"))
+            raise body_timed_out(timeout or 0.0) from None
         raise InvalidRequestError(f"The request body could not be read ({type(exc).__name__})") from None
     if size > limit:
         raise too_large(limit)
+    if declared is not None and size < declared:  # the client closed its side before the body's end
+        raise InvalidRequestError(f"The request body ended after {size} of its {declared} bytes")
     return b"".join(chunks)
+
+
+@contextmanager
+def within(sock: Any, timeout: float | None) -> Iterator[None]:
+    """Reads of the body inside end with ``TimeoutError`` once ``timeout`` seconds have passed. Under gevent
+    a deadline for the whole body; otherwise (gthread) each wait of the server's socket ``sock`` is bounded
+    by it (a client that sends a byte within every ``timeout`` still gets through, as with gunicorn's own
+    timeout). ``None`` or no socket: no deadline (in-process)."""
+    if not timeout or sock is None:
+        yield
+        return
+    if _gevent_patched():
+        import gevent  # type: ignore[import-untyped]  # the worker's, patched
+
+        with gevent.Timeout(timeout, TimeoutError):
+            yield
+        return
+    previous = sock.gettimeout()
+    sock.settimeout(timeout)
+    try:
+        yield
+    finally:
+        sock.settimeout(previous)
+
+
+def _gevent_patched() -> bool:
+    monkey = sys.modules.get("gevent.monkey")
+    return monkey is not None and bool(monkey.is_module_patched("socket"))
+
+
+def body_timed_out(timeout: float) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"The request body was not received within {timeout:g} seconds", http_status=408
+    )
+
+
+def refuse_content_encoding(http_status: int) -> None:
+    """A body in a ``Content-Encoding`` other than ``identity`` is refused (``http_status``: 415 on HTTP+JSON,
+    400 on JSON-RPC), never read as if it were plain: the server decodes none."""
+    encoding = request.headers.get("Content-Encoding", "").strip()
+    if encoding and encoding.lower() != "identity":
+        raise ContentTypeNotSupportedError(
+            f"Content-Encoding {encoding[:64]!r} is not supported: send the body unencoded",
+            http_status=http_status,
+        )
 
 
 def mark_read(environ: dict[str, Any]) -> None:
@@ -102,13 +165,42 @@ def close_if_stopping(response: Response) -> Response:
 
 def parse(raw: bytes, *, envelope: bool = False) -> Any:
     """The JSON value of ``raw``, parsed strictly. With ``envelope`` (JSON-RPC) the request object is one
-    level down (``params``) and still gets the whole :data:`MAX_DEPTH`, so both bindings accept the same."""
+    level down (``params``) and still gets the whole :data:`MAX_DEPTH`, so both bindings accept the same; and
+    an envelope that names a member twice is ``InvalidRequest``: parsers disagree on which one counts (this
+    one takes the last), so a gateway reading the first would see another request."""
     try:
-        return codec.loads(raw, strict=True, max_depth=MAX_DEPTH + envelope)
+        value = codec.loads(raw, strict=True, max_depth=MAX_DEPTH + envelope)
     except codec.Unacceptable as exc:
         raise UnacceptableValue(_describe(exc), exc.path, exc.document) from None
     except ValueError:
         raise JSONParseError() from None
+    if envelope and isinstance(value, dict) and _may_repeat_names(raw, value) and _repeated_names(raw):
+        raise InvalidRequestError("The request names a member more than once")
+    return value
+
+
+def _may_repeat_names(raw: bytes, value: dict[str, Any]) -> bool:
+    """A cheap test that rules out a repeated member for nearly every request: the text holds as many quotes as
+    the parsed value written out again. A member dropped as a repeat takes at least its name's two quotes
+    with it; whitespace and escapes other than an escaped quote (then the exact test decides) change none."""
+    try:
+        again = orjson.dumps(value)
+    except TypeError:  # an integer beyond 64 bits, say: the exact test decides
+        return True
+    return raw.count(b'"') != again.count(b'"')
+
+
+def _repeated_names(raw: bytes) -> bool:
+    """Whether the top-level object names a member twice (the outermost object is the last one built)."""
+    outermost: list[list[tuple[str, Any]]] = []
+
+    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        outermost[:] = [pairs]
+        return dict(pairs)
+
+    json.loads(raw, object_pairs_hook=build, parse_constant=float)  # already parsed: cannot fail here
+    names = [name for name, _ in outermost[0]] if outermost else []
+    return len(names) != len(set(names))
 
 
 def _describe(exc: codec.Unacceptable) -> str:

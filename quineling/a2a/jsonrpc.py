@@ -83,11 +83,12 @@ def _json(body: dict[str, Any], status: int = 200) -> Response:
     return Response(compact(body), status=status, mimetype="application/json")
 
 
-def _read_request(limit: int) -> dict[str, Any]:
+def _read_request(limit: int, timeout: float) -> dict[str, Any]:
     if request.content_type and not is_json_media_type(request.content_type):
         raise _Reject(ContentTypeNotSupportedError(f"Content-Type {request.mimetype} is not supported"), 400)
     try:
-        raw = request_body.read_limited(limit)  # never more than limit + 1 bytes, chunked or not
+        request_body.refuse_content_encoding(400)
+        raw = request_body.read_limited(limit, timeout)  # never more than limit + 1 bytes, chunked or not
         body = request_body.parse(raw, envelope=True)
     except request_body.UnacceptableValue as exc:
         raise _unacceptable(exc) from None
@@ -136,7 +137,7 @@ def endpoint() -> Response:
     rpc_id: Any = None
     compat = None
     try:
-        body = _read_request(app_state.request_limit_bytes)
+        body = _read_request(app_state.request_limit_bytes, app_state.body_timeout_seconds)
         rpc_id = body.get("id")
         method_name: str = body["method"]
         params = body.get("params")

@@ -48,6 +48,8 @@ LEAN_METHODS: dict[str, Method] = {
 # Where the app publishes this path in ``app.extensions``, for the lean worker (quineling/lean_worker.py).
 EXTENSION_KEY = "quineling.lean_jsonrpc"
 _SERVER_INPUT = "quineling.lean.server_input"
+_DECLINED = "quineling.lean.declined"  # the lean worker declined the request: Flask's alone
+_PRINCIPAL = "quineling.lean.principal"  # who the head's credential names (admit)
 _HANDED_ON = object()  # what _count says of a request that Flask is to answer
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
@@ -87,10 +89,17 @@ class LeanJsonRpc:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if (
             self.enabled
+            and _DECLINED not in environ  # the lean worker's look at it, handed over: not a second one
             and environ.get("PATH_INFO") == JSONRPC_PATH
             and environ.get("REQUEST_METHOD") == "POST"
         ):
-            answered = self.serve(environ)
+            try:
+                answered = self.serve(environ)
+            except TimeoutError:  # the body did not arrive in time: 408, and the connection closes
+                close_connection(environ.get(_SERVER_INPUT, environ.get("wsgi.input")))
+                status, headers, payload = self.timed_out()
+                start_response(f"{status} Request Timeout", headers)
+                return [payload]
             if answered is not None:
                 headers, payload = answered
                 start_response("200 OK", headers)
@@ -143,32 +152,70 @@ class LeanJsonRpc:
     @staticmethod
     def carried(environ: dict[str, Any]) -> dict[str, Any]:
         """What a request :meth:`serve` declined must take to Flask when it reaches Flask in another environ
-        (the lean worker's hand-over): a rate-limit refusal already counted."""
-        return {VERDICT_KEY: environ[VERDICT_KEY]} if VERDICT_KEY in environ else {}
+        (the lean worker's hand-over): that it was declined, so this middleware does not look at it (count it,
+        authenticate it) again, and a rate-limit refusal already counted."""
+        if VERDICT_KEY in environ:
+            return {_DECLINED: True, VERDICT_KEY: environ[VERDICT_KEY]}
+        return {_DECLINED: True}
 
-    def _accept(self, environ: dict[str, Any]) -> _Call | None:
-        """The call, when it is one the lean path serves."""
+    def admit(self, environ: dict[str, Any]) -> bool:
+        """Whether the request may be the lean path's, judged from its head alone, before any of its body is
+        read: a head the lean path would decline (missing or invalid credentials, a declared length over the
+        limit, a browser Origin…) goes to Flask unread, which refuses it before reading the body and closes
+        the connection — so a client without credentials cannot make a worker wait for a body. The principal
+        found is kept in the environ: a request is authenticated here once."""
         if (
             environ.get("QUERY_STRING")
             or "HTTP_ORIGIN" in environ
             or "HTTP_TRANSFER_ENCODING" in environ
+            or "HTTP_CONTENT_ENCODING" in environ
             or normalize_version(environ.get("HTTP_A2A_VERSION")) != "1.0"
             or not is_json_media_type(environ.get("CONTENT_TYPE"))
             or worker_stopping()  # the endpoint closes the connection after its answer
         ):
-            return None
+            return False
         host = environ.get("HTTP_HOST")
         if host is not None and not self.guard.host_allowed(host):
-            return None
+            return False
         length = environ.get("CONTENT_LENGTH") or ""
         if not length.isdigit() or not 0 < int(length) <= self.state.request_limit_bytes:
+            return False
+        principal: Principal | None = None
+        if self.authenticator is not None:
+            try:
+                principal = self.authenticator.authenticate(environ.get("HTTP_AUTHORIZATION"))
+            except (AuthenticationFailed, AuthenticationUnavailable):
+                return False
+        environ[_PRINCIPAL] = principal
+        return True
+
+    def timed_out(self) -> tuple[int, list[tuple[str, str]], bytes]:
+        """The answer to a call whose body did not arrive within the deadline: as the Flask endpoint's."""
+        error = request_body.body_timed_out(self.state.body_timeout_seconds)
+        payload = compact({"jsonrpc": "2.0", "id": None, "error": error.to_jsonrpc()}).encode("utf-8")
+        return (
+            error.status_code,
+            [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+            payload,
+        )
+
+    def _accept(self, environ: dict[str, Any]) -> _Call | None:
+        """The call, when it is one the lean path serves."""
+        if _PRINCIPAL not in environ and not self.admit(environ):
             return None
+        length = int(environ["CONTENT_LENGTH"])
         original = environ["wsgi.input"]
-        raw = original.read(int(length))
+        # The lean worker's input holds the whole body; a server's stream is read within the body deadline
+        # (a TimeoutError then reaches __call__, which answers 408).
+        if isinstance(original, io.BytesIO):
+            raw = original.read(length)
+        else:
+            with request_body.within(environ.get("gunicorn.socket"), self.state.body_timeout_seconds):
+                raw = original.read(length)
         environ["wsgi.input"] = io.BytesIO(raw)  # for Flask, should it answer after all
         environ[_SERVER_INPUT] = original  # what the server knows the request by (config.close_connection)
         request_body.mark_read(environ)
-        if len(raw) != int(length):
+        if len(raw) != length:
             return None
         try:
             document = request_body.parse(raw, envelope=True)
@@ -189,13 +236,7 @@ class LeanJsonRpc:
             params = {}
         if not isinstance(params, dict):
             return None
-        principal: Principal | None = None
-        if self.authenticator is not None:
-            try:
-                principal = self.authenticator.authenticate(environ.get("HTTP_AUTHORIZATION"))
-            except (AuthenticationFailed, AuthenticationUnavailable):
-                return None
-        return _Call(rpc_id, document["method"], method, params, principal)
+        return _Call(rpc_id, document["method"], method, params, environ[_PRINCIPAL])
 
     def _count(self, environ: dict[str, Any], principal: Principal | None) -> Verdict | None | object:
         """The request counted against its rate budget: its verdict when allowed, ``None`` without limits,

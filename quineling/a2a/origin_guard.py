@@ -110,7 +110,7 @@ class OriginGuard:
             if self.cors_allowed(origin):
                 if method == "OPTIONS" and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in environ:
                     return _preflight()
-            elif not self.own_origin(origin, host):
+            elif not self.own_origin(origin, host, environ.get("wsgi.url_scheme", "http")):
                 return _refuse(
                     InvalidRequestError(
                         f"Origin {origin!r} may not call this agent: a web page of another origin needs "
@@ -178,9 +178,10 @@ class OriginGuard:
     def cors_allowed(self, header: str) -> bool:
         return self.any_cors or parse_origin(header) in self.cors
 
-    def own_origin(self, header: str, host: str | None) -> bool:
-        """The advertised origin, or the origin of the request's own ``Host`` (a page this agent served under
-        an allowed name, such as the API page, calling back)."""
+    def own_origin(self, header: str, host: str | None, scheme: str) -> bool:
+        """The advertised origin, or the origin of the request's own ``Host`` and ``scheme`` (a page this agent
+        served under an allowed name, such as the API page, calling back). The scheme counts: an https page
+        is another origin than the http server of the same host and port."""
         origin = parse_origin(header)
         if origin is None:  # "null" (sandboxed frames, file: pages) or garbage
             return False
@@ -189,8 +190,10 @@ class OriginGuard:
         found = split_host(host) if host is not None else None
         if found is None:
             return False
-        return origin[1] == found[0] and origin[2] == (
-            DEFAULT_PORTS[origin[0]] if found[1] is None else found[1]
+        return (
+            origin[0] == scheme
+            and origin[1] == found[0]
+            and origin[2] == (DEFAULT_PORTS[origin[0]] if found[1] is None else found[1])
         )
 
 

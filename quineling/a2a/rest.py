@@ -65,7 +65,7 @@ def request_body() -> dict[str, Any]:
 def _raw_body() -> bytes:
     raw: bytes | None = request.environ.get(_RAW_KEY)
     if raw is None:
-        raw = body.read_limited(state().request_limit_bytes)
+        raw = body.read_limited(state().request_limit_bytes, state().body_timeout_seconds)
         request.environ[_RAW_KEY] = raw
     return raw
 
@@ -133,6 +133,8 @@ def _check_request() -> Response | None:
         raise ContentTypeNotSupportedError(
             f"Content-Type {request.mimetype or '(none)'} is not supported", http_status=415
         )
+    if has_body:
+        body.refuse_content_encoding(415)
     _raw_body()  # every route: at most limit + 1 bytes are read, whatever the framing
     check_version("HTTP+JSON", requested_version())
     return None

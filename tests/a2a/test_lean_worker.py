@@ -12,18 +12,23 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gevent.socket  # type: ignore[import-untyped]
 import pytest
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
+from werkzeug.test import EnvironBuilder
 
 from quineling.a2a.lean_jsonrpc import EXTENSION_KEY
 from quineling.a2a.rate_limit import VERDICT_KEY
 from quineling.app import create_app
 from quineling.lean_worker import LeanGeventWorker, _Replayed
+from tests.support.principals import keys_file
 
+# What a handed-over request takes along: the lean path looked at it already (not again in Flask's app).
+HANDED = {"quineling.lean.declined": True}
 HEADERS = b"Host: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
 
 
@@ -93,7 +98,7 @@ def test_it_answers_pipelined_calls_then_hands_over_the_rest_untouched(
     handed = rpc("ListTasks", {"pageSize": 1}, extra=b"X_Odd: 1\r\n")  # gunicorn's to read
     rest = handed + b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + LIST
     client.sendall(create() + LIST + rest)
-    assert worker._serve(server, ("127.0.0.1", 5000)) == (rest, {})
+    assert worker._serve(server, ("127.0.0.1", 5000)) == (rest, HANDED)
     client.shutdown(socket.SHUT_WR)
     server.close()
     answers = responses(read_all(client))
@@ -157,7 +162,7 @@ def test_what_it_does_not_answer_is_handed_over_as_read(
     client.sendall(first)
     client.shutdown(socket.SHUT_WR)
     handed = worker_for()._serve(server, ("127.0.0.1", 5000))
-    assert handed == ((first, {}) if first != b"PO" else None)
+    assert handed == ((first, HANDED) if first != b"PO" else None)
     server.close()
     assert read_all(client) == b""  # not a byte answered
 
@@ -169,7 +174,7 @@ def test_a_body_over_the_limit_is_handed_over_before_it_is_read(
     head = b"POST /a2a/jsonrpc HTTP/1.1\r\n" + HEADERS + b"Content-Length: 2097153\r\n\r\n"
     client.sendall(head + b"{")
     handed = worker_for()._serve(server, ("127.0.0.1", 5000))
-    assert handed == (head + b"{", {})
+    assert handed == (head + b"{", HANDED)
 
 
 def test_a_rate_limit_refusal_counted_here_travels_with_the_request(
@@ -249,3 +254,40 @@ def test_a_fault_of_the_lean_path_is_gunicorns_500_and_the_connection_closes(
     assert server.fileno() == -1  # closed
     client.close()
     listener.close()
+
+
+def test_a_refused_credential_is_handed_over_from_its_head_and_checked_twice_at_most(
+    pair: tuple[socket.socket, socket.socket], tmp_path: Path
+) -> None:
+    """Issue 26: the lean worker does not wait for the body of a request whose credential fails; Flask, which
+    it goes to, checks it once more (and refuses it, unread). Before, the body was awaited with no deadline."""
+    server, client = pair
+    keys, _ = keys_file(tmp_path, "alice")
+    worker = worker_for(auth_keys_file=str(keys))
+    lean = worker.lean
+    checked: list[str | None] = []
+    authenticate = lean.authenticator.authenticate
+
+    def counting(header: str | None) -> Any:
+        checked.append(header)
+        return authenticate(header)
+
+    lean.authenticator.authenticate = counting
+    head = (
+        b"POST /a2a/jsonrpc HTTP/1.1\r\n"
+        + HEADERS
+        + b"Authorization: Bearer nope\r\nContent-Length: 1000\r\n\r\n"
+    )
+    client.sendall(head + b"{")  # the rest of the body never comes
+    assert worker._serve(server, ("127.0.0.1", 5000)) == (head + b"{", HANDED)
+    assert checked == ["Bearer nope"]
+    environ = EnvironBuilder(
+        path="/a2a/jsonrpc",
+        method="POST",
+        headers={"Authorization": "Bearer nope", "A2A-Version": "1.0", "Content-Type": "application/json"},
+        data=b"{",
+    ).get_environ()
+    environ.update(HANDED)  # what the hand-over carries into gunicorn's environ
+    statuses: list[str] = []
+    lean(environ, lambda status, headers, *_: statuses.append(status))
+    assert statuses == ["401 UNAUTHORIZED"] and checked == ["Bearer nope"] * 2
