@@ -76,8 +76,8 @@ def create_app(
     ``runtime`` and ``task_store`` come together or not at all: by default a
     :class:`~quineling.runtime.runtime.Runtime` and a task store over the configured backend. A given runtime
     must honour :class:`~quineling.a2a.executor.Dispatcher` — commit each SendMessage's task in its own
-    commit — so its state must be where the task store is (docs/decisions-a2a.md, "One atomic commit per
-    request"); a runtime whose ``store`` is elsewhere is refused here.
+    commit — so its state must be where the task store is (docs/decisions/0004-one-atomic-commit-per-request.md);
+    a runtime whose ``store`` is elsewhere is refused here.
     """
     overrides = dict(config or {})
     for name, value in (
@@ -180,7 +180,7 @@ def _install_pipeline(
     of two handlers for one exception class the later registered wins. So, before the view, a request meets:
 
     1. observation (its id, start time): first, so every refusal below is counted, timed and logged;
-    2. the Host and Origin rules (``guard.before_request``; docs/decisions-a2a.md, "Security defaults"):
+    2. the Host and Origin rules (``guard.before_request``; docs/decisions/0006-security-defaults.md):
        before any credential is looked at, a foreign Host is refused 421, a foreign Origin 403, a preflight
        answered;
     3. authentication, when configured: before every blueprint's own hooks, which read the body;

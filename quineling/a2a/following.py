@@ -1,8 +1,8 @@
 """``Following``: watching a task change — SubscribeToTask, its resumption, and GetTask's long-poll.
 
 A subscriber gets the task, then its later events until a terminal state; a client resuming a cut stream
-(``Last-Event-ID``) gets exactly the events after the one it names (docs/decisions-a2a.md, "Resumable
-streams"). A GetTask with ``currentGeneration`` waits, within bounds, for the task to move past it
+(``Last-Event-ID``) gets exactly the events after the one it names (docs/decisions/0014-resumable-streams.md).
+A GetTask with ``currentGeneration`` waits, within bounds, for the task to move past it
 (:mod:`quineling.a2a.long_poll`). All three read the task's event log, whose numbers are its generations.
 """
 

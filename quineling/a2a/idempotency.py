@@ -1,4 +1,4 @@
-"""Idempotency keys on SendMessage and SendStreamingMessage (docs/decisions-a2a.md, "Idempotency keys").
+"""Idempotency keys on SendMessage and SendStreamingMessage (docs/decisions/0016-idempotency-keys.md).
 
 A client that may retry a send names it with an ``Idempotency-Key`` header. The key is claimed in the task store
 in the same atomic commit as the task the send creates or changes (``stores.base.KeyClaim``), together with

@@ -2,10 +2,10 @@
 
 One atomic commit per request: a send saves its task inside the runtime's own commit
 (:class:`~quineling.a2a.executor.Dispatcher`), so the runtime's change set and the task are stored in one
-atomic step — never one without the other (docs/decisions-a2a.md, "One atomic commit per request").
+atomic step — never one without the other (docs/decisions/0004-one-atomic-commit-per-request.md).
 
 A follow-up races other requests on its task: its save is conditional on the version it loaded, and what the
-loser gets is decided in :meth:`Sending._follow_up` (docs/decisions-a2a.md, "Concurrent updates to one task").
+loser gets is decided in :meth:`Sending._follow_up` (docs/decisions/0008-concurrent-updates-to-one-task.md).
 A send with an ``Idempotency-Key`` claims the key in that same commit; an identical request under a claimed
 key is answered from the task and its event log, and executes nothing (:mod:`quineling.a2a.idempotency`).
 """
@@ -62,7 +62,7 @@ class Sending:
         self.idempotency_ttl = idempotency_ttl
 
     def framed(self, ctx: CallContext, sent: Sent) -> list[JSON]:
-        """A streaming send's events, each with its SSE id (docs/decisions-a2a.md, "Resumable streams"): the
+        """A streaming send's events, each with its SSE id (docs/decisions/0014-resumable-streams.md): the
         events' own generations; a follow-up's opening snapshot gets the generation before its first event."""
         execution = sent.execution
         events = execution.stream()

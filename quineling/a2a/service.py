@@ -8,7 +8,7 @@ its first event.
 This module is the facade: the card, GetTask, ListTasks and CancelTask. Sending (a new task, a follow-up and
 its race, an idempotent replay) is :mod:`quineling.a2a.sending`; following a task (subscribe, resume,
 long-poll) is :mod:`quineling.a2a.following`; how a request reads and conditionally writes its tasks is
-:mod:`quineling.a2a.task_access` (docs/decisions-a2a.md, "Concurrent updates to one task").
+:mod:`quineling.a2a.task_access` (docs/decisions/0008-concurrent-updates-to-one-task.md).
 """
 
 from __future__ import annotations
@@ -188,8 +188,7 @@ class A2AService:
         With ``ctx.last_event_id`` (the ``Last-Event-ID`` header of a client resuming a cut stream) there is no
         snapshot: the events after the one it names, exactly, also when the task has become terminal since
         (then up to its terminal status); an id of another task, or one older than the retained event log,
-        is refused with :class:`~quineling.a2a.subscription.NotResumable` (docs/decisions-a2a.md,
-        "Resumable streams").
+        is refused with :class:`~quineling.a2a.subscription.NotResumable` (docs/decisions/0014-resumable-streams.md).
 
         With ``keepalive`` the iterator yields ``None`` (:data:`~quineling.a2a.subscription.KEEPALIVE`)
         when nothing happened for ``keepalive_seconds``, so an SSE writer can send a comment line.

@@ -2,7 +2,7 @@
 
 Every change to a stored task is a conditional save (``expect_version`` = the version it was loaded at; a new
 task expects 0), so two requests acting on one task can never silently overwrite each other
-(docs/decisions-a2a.md, "Concurrent updates to one task"). :class:`TaskConflict` (and :class:`KeyClaimed`)
+(docs/decisions/0008-concurrent-updates-to-one-task.md). :class:`TaskConflict` (and :class:`KeyClaimed`)
 reach the caller, who decides; every other store failure becomes a protocol error here. A write stamps its
 task and events with generations (:func:`stamped`), logs what may be read again (:func:`logged`), and reports
 the states it moved the task through (``on_states``).
@@ -124,7 +124,7 @@ def _states_entered(execution: Execution) -> list[str]:
 def logged(execution: Execution, expect_version: int, *, streaming: bool, keyed: bool) -> tuple[JSON, ...]:
     """The events of a save that go into the task's event log. Every change is an event whose log number is its
     generation: a client whose streaming send was cut resumes from the log, a subscriber follows it, a
-    long-poll waits on it, a keyed send's replay reads it (docs/decisions-a2a.md, "Resumable streams"). One
+    long-poll waits on it, a keyed send's replay reads it (docs/decisions/0014-resumable-streams.md). One
     save is not logged: a new task's first, from a non-streaming send without an Idempotency-Key, that leaves
     the task terminal. No stream of it exists or can start (no event id was issued; a terminal task takes no
     new subscription), nothing follows or waits on a task that no longer changes, and no replay reads it; the
