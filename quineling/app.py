@@ -45,6 +45,7 @@ from quineling.a2a.service import A2AService
 from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
+from quineling.auth import Authenticator
 from quineling.observe import metrics
 from quineling.runtime.context import Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
@@ -75,8 +76,8 @@ def create_app(
     ``runtime`` and ``task_store`` come together or not at all: by default a
     :class:`~quineling.runtime.runtime.Runtime` and a task store over the configured backend. A given runtime
     must honour :class:`~quineling.a2a.executor.Dispatcher` — commit each SendMessage's task in its own
-    commit — so its state must be where the task store is (docs/decisions-a2a.md, "One atomic commit per
-    request"); a runtime whose ``store`` is elsewhere is refused here.
+    commit — so its state must be where the task store is (docs/decisions/0004-one-atomic-commit-per-request.md);
+    a runtime whose ``store`` is elsewhere is refused here.
     """
     overrides = dict(config or {})
     for name, value in (
@@ -146,13 +147,56 @@ def create_app(
         streams=StreamSlots(settings.stream_limit, watch=metrics.streams_open),
         extras={"settings": settings, "backend": backend, "runtime": runtime, "task_store": task_store},
     )
-    # Before every blueprint's own checks: the Host, Origin and simple-request rules (docs/decisions-a2a.md,
-    # "Security defaults"). Registered before the authentication hook, so it runs first: a request for a
-    # foreign Host is refused 421 (and a foreign Origin 403, a preflight answered) with no credential checked.
-    # Its third rule (no "simple" requests) is registered below, after authentication.
-    # First of all: every request gets its id, and is counted, timed and logged, refusals included.
-    observation.install(app)
     guard = OriginGuard.from_settings(settings)
+    limiter = _install_pipeline(app, settings, guard, credentials, task_store, backend)
+    if settings.lean_jsonrpc:
+        # In front of Flask, for the common JSON-RPC call; anything else goes on to Flask and _install_pipeline's hooks.
+        lean = LeanJsonRpc(
+            app.wsgi_app,
+            app.extensions[EXTENSION_NAME],
+            guard,
+            credentials,
+            limiter,
+            trusted_networks(settings.trusted_proxies),
+        )
+        app.wsgi_app = lean  # type: ignore[method-assign]
+        app.extensions[LEAN_EXTENSION] = lean  # the lean worker calls it before gunicorn parses a request
+    return app
+
+
+def _install_pipeline(
+    app: Flask,
+    settings: Settings,
+    guard: OriginGuard,
+    credentials: Authenticator | None,
+    task_store: TaskStore,
+    backend: Backend | None,
+) -> rate_limit.RateLimiter | None:
+    """Register every request hook, blueprint, route and error handler of ``app``, in the one order they need;
+    the rate limiter, if one is configured, is returned for the lean JSON-RPC path to share.
+
+    Flask runs the app's ``before_request`` hooks in the order they were registered, then the matched
+    blueprint's own (which read the body), then the view; the ``after_request`` hooks in the reverse order; and
+    of two handlers for one exception class the later registered wins. So, before the view, a request meets:
+
+    1. observation (its id, start time): first, so every refusal below is counted, timed and logged;
+    2. the Host and Origin rules (``guard.before_request``; docs/decisions/0006-security-defaults.md):
+       before any credential is looked at, a foreign Host is refused 421, a foreign Origin 403, a preflight
+       answered;
+    3. authentication, when configured: before every blueprint's own hooks, which read the body;
+    4. the rate limit, when configured: after authentication, because it counts per principal and a request
+       refused 401 is not counted;
+    5. the guard's third rule, no "simple" requests: after authentication, as every check of a request's
+       content;
+    6. the blueprint's own hooks, then the view.
+
+    After the view (reverse registration order): rate-limit headers; authentication re-checks an open stream;
+    ``body.close_if_stopping`` and ``body.close_if_unread`` close the connection when they must;
+    ``binding.echo_extensions``; the guard's ``Vary``/CORS headers; and observation last, so it records the
+    status and headers the client gets. Error handlers: flask-smorest's ``HTTPException`` handler comes with
+    the HTTP+JSON binding, and the routing-error handler is registered after it to replace it.
+    """
+    observation.install(app)  # its before hook first, its after hook last (see above)
     app.before_request(guard.before_request)
     app.after_request(guard.after_request)
     app.after_request(binding.echo_extensions)  # A2A-Extensions: what a request activated
@@ -165,7 +209,6 @@ def create_app(
     _register_health(app, task_store, backend)
     _register_metrics(app)
     if credentials is not None:
-        # An app-level hook, so before every blueprint's (which read the body): see quineling.a2a.authentication.
         public = [
             f"{REST_PREFIX}/openapi.json",
             f"{REST_PREFIX}/{openapi.DOCS_PATH}",
@@ -178,22 +221,9 @@ def create_app(
             # Any authenticated principal may scrape: the metrics hold counts, never a principal's data.
             also=() if settings.metrics_public else (METRICS_PATH,),
         )
-    limiter = _install_rate_limit(app, settings, backend)  # after authentication: it counts per principal
-    # The guard's media-type rule after authentication, as every other check of a request's content.
+    limiter = _install_rate_limit(app, settings, backend)
     app.before_request(guard.refuse_simple_request)
-    if settings.lean_jsonrpc:
-        # In front of Flask, for the common JSON-RPC call; everything else passes through to the hooks above.
-        lean = LeanJsonRpc(
-            app.wsgi_app,
-            app.extensions[EXTENSION_NAME],
-            guard,
-            credentials,
-            limiter,
-            trusted_networks(settings.trusted_proxies),
-        )
-        app.wsgi_app = lean  # type: ignore[method-assign]
-        app.extensions[LEAN_EXTENSION] = lean  # the lean worker calls it before gunicorn parses a request
-    return app
+    return limiter
 
 
 class _App(Flask):

@@ -70,7 +70,7 @@ class Settings:
     task_ttl_seconds: float = 15 * 60
     max_artifacts: int = 128
     max_records: int = 256
-    # Runtime retention (docs/decisions-runtime.md, "Retention"); 0 keeps entries for good.
+    # Runtime retention (docs/decisions/0024-retention.md); 0 keeps entries for good.
     record_ttl_seconds: float = 15 * 60
     runtime_idle_ttl_seconds: float = 24 * 3600
     # gevent: a connection or an open stream holds a greenlet, so many streams and slow clients cost little;
@@ -134,7 +134,7 @@ class Settings:
     # Live scopes (principal × tenant) at once, and how long without a write makes one reclaimable.
     max_scopes: int = 1024
     scope_idle_seconds: float = 24 * 3600.0
-    # Idempotency-Key on sends (docs/decisions-a2a.md, "Idempotency keys"): how long a key names its request,
+    # Idempotency-Key on sends (docs/decisions/0016-idempotency-keys.md): how long a key names its request,
     # and how many live keys one tenant (per principal) holds at most.
     idempotency_ttl_seconds: float = 24 * 3600.0
     idempotency_max_keys: int = 1024

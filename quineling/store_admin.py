@@ -1,5 +1,5 @@
 """``quineling store usage`` and ``quineling store reset``: what each scope holds against every limit, and
-dropping one scope's runtime state and tasks in one atomic step (docs/decisions-runtime.md, "Retention").
+dropping one scope's runtime state and tasks in one atomic step (docs/decisions/0024-retention.md).
 
 Both read the store the server is configured with (``QUINELING_STORE_URL``, ``QUINELING_STORE_PREFIX``) and
 find scopes through the store's registry (``Backend.scopes``), never by scanning keys. The per-process
@@ -28,7 +28,7 @@ from stores.errors import StoreError
 
 MEMORY_UNREACHABLE = (
     "the memory:// store lives inside the serving process, so no other process can read or reset it; "
-    'restarting the server empties it (docs/decisions-runtime.md, "Retention")'
+    "restarting the server empties it (docs/decisions/0024-retention.md)"
 )
 
 

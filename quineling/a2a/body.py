@@ -1,5 +1,5 @@
 """Request bodies, the same for every binding: read at most the size limit, parse strictly, refuse what a
-request may not carry (docs/decisions-a2a.md, "Request limits").
+request may not carry (docs/decisions/0007-request-limits.md).
 
 Reading stops at ``limit + 1`` bytes whatever the framing (``Content-Length`` or chunked), so an oversized
 upload costs a worker at most that much memory and never the whole body. What parses as JSON but cannot be

@@ -10,7 +10,7 @@ from quineling.a2a.versions import normalize_version
 
 AGENT_VERSION = "0.0.0-experimental"
 
-# Extensions this server honours beyond A2A 1.0 (docs/decisions-a2a.md, "Card extensions"): URIs this project
+# Extensions this server honours beyond A2A 1.0 (docs/decisions/0017-card-extensions.md): URIs this project
 # owns, never required, so a client that knows them can rely on the behaviour and any other ignores them.
 EXTENSION_BASE = "https://quineling.dev/a2a/extensions/"
 IDEMPOTENCY_EXTENSION = EXTENSION_BASE + "idempotency/v1"

@@ -18,7 +18,7 @@ def tenant_scope(tenant: str) -> str:
     """The tenant's part of a scope, distinct for distinct tenants: the tenant-less default tenant keeps
     ``default`` (where its tasks and runtime state have always been); a named tenant is percent-escaped, so a
     ``/`` in it cannot move the boundary to the user part, and the one name that escapes to ``default`` is
-    spelled ``%64efault`` (docs/decisions-a2a.md, "Security defaults")."""
+    spelled ``%64efault`` (docs/decisions/0006-security-defaults.md)."""
     if not tenant:
         return DEFAULT_SCOPE
     escaped = quote(tenant, safe="")
@@ -38,7 +38,7 @@ class CallContext:
     # server runs without authentication and every caller is the one anonymous user.
     principal: str = ""
     # The request's ``Last-Event-ID`` header (a resuming SubscribeToTask) and ``Idempotency-Key`` header (a
-    # retried send), as sent; the service validates them (docs/decisions-a2a.md, "Resumable streams",
+    # retried send), as sent; the service validates them (docs/decisions/0014-resumable-streams.md,
     # "Idempotency keys").
     last_event_id: str | None = None
     idempotency_key: str | None = None

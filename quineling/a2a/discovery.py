@@ -1,7 +1,7 @@
 """``GET /.well-known/agent-card.json`` with caching headers; header-less and 0.x discovery gets the v0.3
-superset card (docs/decisions-a2a.md, "Where the protocol's sources disagree").
+superset card (docs/decisions/0001-where-the-protocols-sources-disagree.md).
 
-Validators (docs/decisions-a2a.md, "Bindings"): a strong ``ETag`` hashed from the card's bytes, and
+Validators (docs/decisions/0005-bindings.md): a strong ``ETag`` hashed from the card's bytes, and
 ``Last-Modified``, the time this module was loaded. A server's master process loads it (through
 ``quineling.settings``) before it forks its workers, so every worker of one server sends the same time. The card
 is fixed by the settings, which only a restart changes, and a restart loads the module again: no card served

@@ -32,7 +32,7 @@ class A2AError(Exception):
     default_message: ClassVar[str] = table.INTERNAL_ERROR.default_message
     # The nine A2A errors (``spec.a2a``) always carry an ErrorInfo in JSON-RPC ``error.data``; a JSON-RPC standard error
     # carries one only when it has metadata (e.g. ``retryable``), and REST bodies always carry one
-    # (docs/decisions-a2a.md, as above).
+    # (docs/decisions/, as above).
     a2a: ClassVar[bool] = False
     # Seconds a client should wait before sending the request again (HTTP ``Retry-After``); None: no hint. A
     # class's own value, which an instance may replace (UnavailableError's ``retry_after=``).
@@ -110,8 +110,7 @@ RETRY_AFTER_SECONDS = 1  # what an outage answer suggests: Redis restarts, fails
 class UnavailableError(InternalError, spec=table.UNAVAILABLE):
     """A transient failure of what the agent depends on (its storage): JSON-RPC -32603 like any internal
     error, HTTP 503 with ``Retry-After``, and always ``metadata.retryable = "true"`` and
-    ``metadata.retryAfterSeconds`` so JSON-RPC clients can tell it apart (docs/decisions-a2a.md, "Storage
-    outages")."""
+    ``metadata.retryAfterSeconds`` so JSON-RPC clients can tell it apart (docs/decisions/0009-storage-outages.md)."""
 
     retry_after = RETRY_AFTER_SECONDS
 
@@ -194,7 +193,7 @@ def store_failure(exc: StoreError) -> InternalError:
     Transient ones — the store is unreachable, stalled, restarting, or has no task it may evict — are an
     :class:`UnavailableError` (503, ``Retry-After``, ``metadata.retryable``): a request whose store call was
     refused committed nothing; one whose reply was lost (a timeout) may have committed, and a retry then finds
-    what it did (docs/decisions-a2a.md, "Storage outages"). Anything else is an :class:`InternalError`,
+    what it did (docs/decisions/0009-storage-outages.md). Anything else is an :class:`InternalError`,
     logged with its traceback."""
     if isinstance(exc, TaskTooLarge):
         return InternalError("Task storage refused the task: it exceeds the per-task size limit")

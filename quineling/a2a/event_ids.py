@@ -1,4 +1,4 @@
-"""SSE event ids for resumable streams (docs/decisions-a2a.md, "Resumable streams").
+"""SSE event ids for resumable streams (docs/decisions/0014-resumable-streams.md).
 
 An id names a task and a *cursor*: the generation up to which the client holds every change of the task (see
 :mod:`quineling.a2a.generations`). A stream's events carry their own generation; a follow-up stream's opening

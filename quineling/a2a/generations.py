@@ -1,7 +1,7 @@
 """Per-task generations (the protocol's draft 1.1 ``generation``): 1 when a task is created, one more with every
 state or artifact change. Carried in ``metadata.generation`` of the task and of every stream event, because the
 official 1.0 SDK clients drop an unknown top-level field, while metadata reaches their users
-(docs/decisions-a2a.md, "Generations").
+(docs/decisions/0013-generations.md).
 
 Every change of a task is one logged event (its creation is the ``task`` snapshot), so a task's generation is
 the number of its newest logged event, and the event with generation ``g`` is the log's entry ``g``

@@ -1,4 +1,4 @@
-"""Idempotency keys on SendMessage and SendStreamingMessage (docs/decisions-a2a.md, "Idempotency keys").
+"""Idempotency keys on SendMessage and SendStreamingMessage (docs/decisions/0016-idempotency-keys.md).
 
 A client that may retry a send names it with an ``Idempotency-Key`` header. The key is claimed in the task store
 in the same atomic commit as the task the send creates or changes (``stores.base.KeyClaim``), together with
@@ -15,9 +15,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from quineling.a2a.errors import A2AError, InvalidParamsError
+from quineling.a2a.executor import Execution
+from quineling.a2a.generations import generation_of
+from stores.base import KeyClaim
 from stores.jsontypes import JSON
 
 MAX_KEY_LENGTH = 255
@@ -49,6 +53,20 @@ def record(fingerprint_: str, task_id: str, first: int, last: int) -> JSON:
     """What a claim stores: the request's fingerprint, the task it named, and the generations its events
     span (after ``first``, through ``last``), so a streaming retry can replay them."""
     return {"fingerprint": fingerprint_, "taskId": task_id, "from": first, "to": last}
+
+
+@dataclass(frozen=True, slots=True)
+class Claiming:
+    """A send's idempotency key and request fingerprint, claimed with its task's write."""
+
+    key: str
+    request: str
+    ttl_seconds: float
+
+    def claim(self, execution: Execution) -> KeyClaim:
+        last = generation_of(execution.task)
+        first = last - len(execution.events)
+        return KeyClaim(self.key, record(self.request, execution.task["id"], first, last), self.ttl_seconds)
 
 
 def well_formed(value: Any) -> bool:

@@ -2,7 +2,7 @@
 
 Processing order: Content-Type → size → JSON → envelope → method family (unknown ⇒ -32601) → version →
 params → call. Error envelopes answer HTTP 200, except a parse error or a bad Content-Type (400) and an
-oversized body (413) (docs/decisions-a2a.md, "Bindings"). Routing errors under the endpoint (a GET, say)
+oversized body (413) (docs/decisions/0005-bindings.md). Routing errors under the endpoint (a GET, say)
 get a JSON-RPC envelope too (:func:`routing_error`).
 """
 
@@ -107,7 +107,7 @@ def _read_request(limit: int, timeout: float) -> dict[str, Any]:
         raise _Reject(InvalidRequestError("method must be a string"), rpc_id=rpc_id)
     if "id" not in body:
         # A notification (JSON-RPC 2.0, section 4.1) would get no answer, yet every A2A method's point is its answer:
-        # refused as invalid rather than run unseen (docs/decisions-a2a.md, "Bindings").
+        # refused as invalid rather than run unseen (docs/decisions/0005-bindings.md).
         raise _Reject(
             InvalidRequestError(
                 "A request without an id is a JSON-RPC notification, which A2A does not use; send an id"

@@ -1,4 +1,4 @@
-"""Long-poll GetTask (the protocol's draft 1.1 ``currentGeneration``; docs/decisions-a2a.md, "Long-poll GetTask").
+"""Long-poll GetTask (the protocol's draft 1.1 ``currentGeneration``; docs/decisions/0015-long-poll-gettask.md).
 
 A GetTask with ``currentGeneration=N`` answers as soon as the task's generation is above ``N`` — at once if it
 already is — or after at most ``seconds`` with the task as it is then. It waits on the task's event log (a

@@ -1,4 +1,4 @@
-"""1.0 JSON shapes: normalising incoming messages and presenting stored tasks (docs/decisions-a2a.md, "Wire shapes").
+"""1.0 JSON shapes: normalising incoming messages and presenting stored tasks (docs/decisions/0002-wire-shapes.md).
 
 Incoming messages are rewritten to the canonical 1.0 form (camelCase, enum names, no nulls, no unknown
 fields) before they are stored, so nothing we later echo can carry snake_case or v0.3 fields.

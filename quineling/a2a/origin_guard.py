@@ -1,5 +1,5 @@
-"""The cross-site defences in front of every route but the health probes (docs/decisions-a2a.md, "Security
-defaults"), in the order they are checked:
+"""The cross-site defences in front of every route but the health probes (docs/decisions/0006-security-defaults.md),
+in the order they are checked:
 
 1. **Host** (DNS rebinding): a web page whose own name is made to resolve to this agent reaches it with that
    name in ``Host``. Only the advertised host, the listener's, the loopback names and

@@ -1,4 +1,4 @@
-"""``acceptedOutputModes``: which renderings of a result a send gets (docs/decisions-a2a.md, "Output modes").
+"""``acceptedOutputModes``: which renderings of a result a send gets (docs/decisions/, "Output modes").
 
 A result is the runtime's JSON (``application/json``, a data part) and can also be given as a short human
 summary (``text/plain``, a text part). A send that names no modes gets the JSON; one that names modes gets

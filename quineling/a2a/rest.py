@@ -119,7 +119,7 @@ def route(path: str) -> Any:
 def _check_request() -> Response | None:
     if request.method == "OPTIONS":
         # What a route allows is a fact of HTTP, not of an A2A version: answered before the A2A checks, so
-        # no A2A-Version is needed (docs/decisions-a2a.md, "Bindings").
+        # no A2A-Version is needed (docs/decisions/0005-bindings.md).
         response = current_app.make_default_options_response()
         response.status_code = 204
         response.headers.pop("Content-Type", None)
@@ -129,7 +129,7 @@ def _check_request() -> Response | None:
         raise body.too_large(limit)
     has_body = bool(request.content_length) or bool(request.headers.get("Transfer-Encoding"))
     if has_body and not is_json_media_type(request.content_type):
-        # A bad request header is an HTTP media-type problem: 415 (docs/decisions-a2a.md, "Bindings").
+        # A bad request header is an HTTP media-type problem: 415 (docs/decisions/0005-bindings.md).
         raise ContentTypeNotSupportedError(
             f"Content-Type {request.mimetype or '(none)'} is not supported", http_status=415
         )
@@ -145,7 +145,7 @@ A2A_JSON, PLAIN_JSON = "application/a2a+json", "application/json"
 
 def _media_type() -> str:
     """A2A 1.0.1: HTTP+JSON SHOULD answer ``application/a2a+json``; by content negotiation, a client whose
-    ``Accept`` prefers (or names only) ``application/json`` gets that (docs/decisions-a2a.md, "Bindings")."""
+    ``Accept`` prefers (or names only) ``application/json`` gets that (docs/decisions/0005-bindings.md)."""
     accept = request.accept_mimetypes
     return (accept.best_match([A2A_JSON, PLAIN_JSON]) if accept else None) or A2A_JSON
 
@@ -325,7 +325,7 @@ class CancelTask(MethodView):
 @route("/tasks/<task_id:task_id>:subscribe")
 class SubscribeToTask(MethodView):
     """GET per the protocol's proto definition, POST per its prose: both are served
-    (docs/decisions-a2a.md, "Bindings")."""
+    (docs/decisions/0005-bindings.md)."""
 
     @blp.doc(operationId="SubscribeToTask", tags=["Tasks"], **answers(TASK_NOT_FOUND, TASK_FINAL))
     @blp.response(200, schemas.StreamResponseSchema, content_type="text/event-stream")

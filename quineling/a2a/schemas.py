@@ -1,6 +1,6 @@
 """marshmallow schemas for the HTTP+JSON binding: light wire checks at the boundary plus the generated
 OpenAPI document. Deep validation (camelCase *or* snake_case names, enums, oneofs) is the service's, so the
-request schemas pass unknown keys through (``INCLUDE``) and treat ``null`` as absent (docs/decisions-a2a.md, "Wire shapes")."""
+request schemas pass unknown keys through (``INCLUDE``) and treat ``null`` as absent (docs/decisions/0002-wire-shapes.md)."""
 
 from __future__ import annotations
 

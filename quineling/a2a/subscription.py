@@ -93,7 +93,7 @@ def event_number(event_id: str) -> int:
 
 class NotResumable(InvalidParamsError):
     """A ``Last-Event-ID`` this server cannot resume after without a gap or a wrong event: the client must
-    read the task afresh (docs/decisions-a2a.md, "Resumable streams")."""
+    read the task afresh (docs/decisions/0014-resumable-streams.md)."""
 
     def __init__(self, task_id: str, why: str) -> None:
         super().__init__(

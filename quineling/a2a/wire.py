@@ -1,4 +1,4 @@
-"""Reading 1.0 request JSON (docs/decisions-a2a.md, "Wire shapes"): camelCase or snake_case names, ``null`` = absent, enums by name or
+"""Reading 1.0 request JSON (docs/decisions/0002-wire-shapes.md): camelCase or snake_case names, ``null`` = absent, enums by name or
 number, RFC 3339 timestamps. Every problem is an :class:`InvalidParamsError`."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The A2A 1.0.1 error table: each JSON-RPC code with its name, its ErrorInfo reason, its HTTP status and
-``google.rpc`` status name on HTTP+JSON, and its default message (docs/decisions-a2a.md, "Where the
-protocol's sources disagree"). The server's error classes and the client's readers both derive from it.
+``google.rpc`` status name on HTTP+JSON, and its default message (docs/decisions/0001-where-the-protocols-sources-disagree.md).
+The server's error classes and the client's readers both derive from it.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ INVALID_PARAMS = _standard(
 )
 INTERNAL_ERROR = _standard(-32603, "INTERNAL_ERROR", "InternalError", 500, "INTERNAL", "Internal error")
 # Not a row of its own: the outage form of INTERNAL_ERROR (same code and reason) answered 503 on HTTP+JSON,
-# so a client may retry (docs/decisions-a2a.md, "Storage outages").
+# so a client may retry (docs/decisions/0009-storage-outages.md).
 UNAVAILABLE = _standard(
     -32603, "INTERNAL_ERROR", "InternalError", 503, "UNAVAILABLE", "Storage is unavailable; retry later"
 )

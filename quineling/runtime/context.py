@@ -27,7 +27,7 @@ MIB = 1024 * 1024
 class RuntimeLimits:
     """Runtime capacity. At capacity new entries are refused; nothing is evicted.
 
-    docs/decisions-runtime.md ("State and capacity") says which documents and quotas each limit governs."""
+    docs/decisions/0023-state-and-capacity.md says which documents and quotas each limit governs."""
 
     max_artifacts: int = 128
     max_artifact_bytes: int = 32 * MIB
@@ -65,7 +65,7 @@ QUOTA_LIMITS = {
 
 @dataclass(frozen=True, slots=True)
 class Retention:
-    """How long runtime state lives (docs/decisions-runtime.md, "Retention"); ``0`` keeps it for good.
+    """How long runtime state lives (docs/decisions/0024-retention.md); ``0`` keeps it for good.
 
     ``record_ttl_seconds``: an execution record lapses this long after it was made. ``idle_ttl_seconds``:
     artifacts, the world and the lineage lapse this long after their last use, once nothing retained that

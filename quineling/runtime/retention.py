@@ -1,5 +1,5 @@
 """What runtime state lives how long: the leases and extensions one request adds to the change set it
-commits anyway (docs/decisions-runtime.md, "Retention").
+commits anyway (docs/decisions/0024-retention.md).
 
 The store applies them (``stores.changes.Lease``): it drops lapsed documents lazily inside each commit and
 gives their quota slots back in the same atomic step. This module only decides, from the data model:

@@ -2,7 +2,7 @@
 
 Operators reach it only from inside the serving process: :meth:`MemoryBackend.usage` and
 :meth:`MemoryBackend.reset` work as on Redis, but another process (``quineling store …``) cannot see this
-memory, and restarting the server empties it (docs/decisions-runtime.md, "Retention").
+memory, and restarting the server empties it (docs/decisions/0024-retention.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 blocking reads, round-trip counting, the mapping of driver errors to store errors, and the Lua scripts of ``stores/redis/lua``.
 The client is a single server's (``redis://``) or a Redis Cluster's (``redis+cluster://``, :func:`make_client`).
 
-Failure handling, in one place (docs/decisions-a2a.md, "Storage outages"):
+Failure handling, in one place (docs/decisions/0009-storage-outages.md):
 
 * Every call has a deadline: the client's connect and read timeouts (``socket_connect_timeout``,
   ``socket_timeout``), and for a blocking event read the blocking pool's longer read timeout. A call that

@@ -3,7 +3,7 @@
 Runs on every backend (memory, fakeredis, real Redis) with the real runtime. The failures are injected
 after the runtime has computed its change set — at the moment the runtime asks for the task write — and
 make the task half of the commit fail (too large, or a rival's save in between): the runtime's state must
-then be exactly as before (docs/decisions-a2a.md, "One atomic commit per request").
+then be exactly as before (docs/decisions/0004-one-atomic-commit-per-request.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Request bodies are read up to the size limit and no further, whatever the framing (docs/decisions-a2a.md,
-"Request limits"): a chunked upload larger than the limit gets 413 after ``limit + 1`` bytes on every route
+"""Request bodies are read up to the size limit and no further, whatever the framing (docs/decisions/0007-request-limits.md):
+a chunked upload larger than the limit gets 413 after ``limit + 1`` bytes on every route
 of both bindings, v0.3 included, and a body of exactly the limit is served. (The same over a real socket,
 against gunicorn: tests/e2e/test_body_limits_live.py.)"""
 

@@ -118,7 +118,7 @@ def test_health(client: Any, path: str) -> None:
     assert response.status_code == 200 and response.get_json()["status"] == "ok"
 
 
-# --- Last-Modified (docs/decisions-a2a.md, "Bindings") --------------------------------------------------
+# --- Last-Modified (docs/decisions/0005-bindings.md) --------------------------------------------------
 
 
 def test_last_modified_and_if_modified_since(client: Any) -> None:

@@ -1,5 +1,5 @@
-"""What each route answers for a method it does not serve, and for OPTIONS (docs/decisions-a2a.md,
-"Bindings"): 405 with an exact ``Allow`` in the binding's error shape, and OPTIONS 204 with ``Allow`` and no
+"""What each route answers for a method it does not serve, and for OPTIONS (docs/decisions/0005-bindings.md):
+405 with an exact ``Allow`` in the binding's error shape, and OPTIONS 204 with ``Allow`` and no
 ``A2A-Version`` needed."""
 
 from __future__ import annotations

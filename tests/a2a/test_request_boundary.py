@@ -1,5 +1,5 @@
-"""What a request may carry, checked once at the boundary for every binding (docs/decisions-a2a.md, "Request
-limits"): nesting depth, lone surrogates, non-finite numbers — plus the unhashable enum values, ``metadata``
+"""What a request may carry, checked once at the boundary for every binding (docs/decisions/0007-request-limits.md):
+nesting depth, lone surrogates, non-finite numbers — plus the unhashable enum values, ``metadata``
 shapes and out-of-range timestamps that used to reach a lookup, a copy or a store and fail there with -32603.
 
 Each case is sent as raw JSON text (``json.dumps`` can write neither ``1e400`` nor an unescaped surrogate),

@@ -1,6 +1,6 @@
 """The cross-site defences of the default (anonymous, loopback) agent: the Host check against DNS rebinding,
 the Origin check, the rule that a state-changing request cannot be a "simple" cross-site one, and CORS for
-configured origins (quineling/a2a/origin_guard.py; docs/decisions-a2a.md, "Security defaults")."""
+configured origins (quineling/a2a/origin_guard.py; docs/decisions/0006-security-defaults.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Every backend (memory, fakeredis, real Redis) runs each race deterministically: :class:`RacingTaskStore`
 runs the rival request just before the first save it is asked to make (a plain save, or one inside the
 runtime's commit), like ``tests/runtime/test_ranch_races.py`` does for the state store. The rules checked
-(docs/decisions-a2a.md, "Concurrent updates to one task"): nothing either request committed is overwritten,
+(docs/decisions/0008-concurrent-updates-to-one-task.md): nothing either request committed is overwritten,
 a canceled task never becomes completed, a message's runtime effects commit at most once and only with its
 task, and the loser is told what happened.
 """

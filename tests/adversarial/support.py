@@ -10,7 +10,7 @@ Hostile JSON. Requests are generated as JSON *text*, because much of what matter
 :class:`Raw` value is written into the text as it is.
 
 The oracle (:func:`check_jsonrpc`, :func:`check_rest`). Client input never gets a 5xx or -32603, and every error
-is in the shape of the binding that answers it (docs/decisions-a2a.md): JSON-RPC envelopes with
+is in the shape of the binding that answers it (docs/decisions/): JSON-RPC envelopes with
 ``code``/``message`` (and ``data`` ErrorInfos for the A2A errors on 1.0 methods, none on v0.3 methods),
 ``google.rpc.Status`` bodies whose ``code`` is the HTTP status on HTTP+JSON; streams the same, frame by frame.
 """

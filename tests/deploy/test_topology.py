@@ -92,7 +92,7 @@ def topology(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         require_tool(tool, how_to_get, REQUIRE_NETNS)
     module = load_topology()
     # The loads below create hundreds of tasks for one principal: above the default 128 a store evicts the
-    # oldest finished ones (docs/decisions-a2a.md), which would read as lost here.
+    # oldest finished ones (docs/decisions/), which would read as lost here.
     built = module.Topology(tmp_path_factory.mktemp("topology"), settings={"task_max": "100000"})
     started = time.monotonic()
     try:

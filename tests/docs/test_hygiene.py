@@ -15,7 +15,8 @@ DOCUMENTS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "doc
 # What a pointer outside the repository looks like: the material the project was built from is not shipped,
 # so a reader could not follow it. State the fact, or link to the docs/ page that states it.
 OUTSIDE = {
-    "a path outside the repository": re.compile(r"(?:\.\./|/work/|\bshared/)"),
+    # A link's own ``../`` (docs/decisions/ to docs/) is allowed: the link check below keeps it in the repository.
+    "a path outside the repository": re.compile(r"(?:(?<!\]\()(?<!\.\./)\.\./|/work/|\bshared/)"),
     "a section number of an outside document": re.compile(r"§"),
     "a decision number": re.compile(r"\bD[0-9]{1,2}\b"),
     "the seed document": re.compile(r"\b(?:the seed|seed's|seed \"|seeds/)", re.IGNORECASE),

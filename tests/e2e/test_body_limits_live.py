@@ -1,6 +1,6 @@
 """A chunked upload far beyond the body limit, over a real socket to gunicorn (both worker classes): the worker
 answers 413 after reading about the limit and closes the connection, so the client's send fails long before
-the body is through (docs/decisions-a2a.md, "Request limits"). Before, HTTP+JSON read the whole body first (a
+the body is through (docs/decisions/0007-request-limits.md). Before, HTTP+JSON read the whole body first (a
 1 GiB upload took a worker to 1.5 GiB), and after any answer that left a body unread, a gevent worker went on
 reading it to its end to serve the next request on the connection."""
 

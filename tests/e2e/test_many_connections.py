@@ -103,14 +103,22 @@ def ready(server: LiveServer) -> int:
     return int(received.split()[1])
 
 
-def ok(answers: list[tuple[int, bytes]], task_id: str) -> bool:
-    return all(
-        status == 200 and json.loads(body).get("result", {}).get("id") == task_id for status, body in answers
-    )
+def wrong(answers: list[tuple[int, bytes]], task_id: str) -> list[tuple[int, bytes]]:
+    """The answers that are not the task (none, when every GetTask was answered right)."""
+    return [
+        (status, body)
+        for status, body in answers
+        if status != 200 or json.loads(body).get("result", {}).get("id") != task_id
+    ]
 
 
 @pytest.mark.parametrize("kind", REDIS_STORES)
-def test_a_thousand_clients_and_500_streams_on_one_worker(kind: str, request: pytest.FixtureRequest) -> None:
+def test_a_thousand_clients_and_500_streams_on_one_worker(
+    kind: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gunicorn closes a connection idle for 5 s (its keepalive); opening 1,000 of them one by one can take that
+    # long on a busy machine, so this server waits longer: the subject here is the store's connections.
+    monkeypatch.setenv("GUNICORN_CMD_ARGS", "--keep-alive 60")
     opened: list[socket.socket] = []
 
     def close_all() -> None:
@@ -119,8 +127,17 @@ def test_a_thousand_clients_and_500_streams_on_one_worker(kind: str, request: py
 
     request.addfinalizer(close_all)
     connections = STREAMS + CLIENTS + 100
+    # A store call that finds every connection busy waits up to the Redis timeout for one. 1,000 GetTasks at
+    # once on a CPU shared with other test files can take longer than the default 5 s to drain, which would
+    # be an overload answer, not the pool defect this test is about (that one refused the 101st client at
+    # once); a stuck pool still fails here, as a GetTask unanswered within get_tasks' budget.
     with live_server(
-        store_url=store_url(kind), workers=1, tenants="", worker_connections=connections, max_streams=STREAMS
+        store_url=store_url(kind),
+        workers=1,
+        tenants="",
+        worker_connections=connections,
+        max_streams=STREAMS,
+        redis_timeout_seconds=25,
     ) as server:
         task_id = waiting_task(server)
         streams = [Stream(server, task_id) for _ in range(STREAMS)]
@@ -128,14 +145,17 @@ def test_a_thousand_clients_and_500_streams_on_one_worker(kind: str, request: py
         assert [s.status for s in streams] == [200] * STREAMS
         clients = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(CLIENTS)]
         opened.extend(clients)
-        assert ok(get_tasks(clients, task_id), task_id)  # all at once, each on its own kept-alive connection
-        # While all of them stay connected (an idle one is closed after 5 s, gunicorn's keepalive, so each
-        # round first has every client ask again). A call that waits behind streams or a full pool waits in
+        assert not wrong(
+            get_tasks(clients, task_id), task_id
+        )  # all at once, each on its own kept-alive connection
+        # While all of them stay connected (each round first has every client ask again). A call that waits behind streams or a full pool waits in
         # every round; a round spoilt by a neighbour's CPU use (CI runs other test files beside this one) is
         # not that, so the best of a few rounds must be under 100 ms.
         rounds = []
         for _ in range(ROUNDS):
-            assert ok(get_tasks(clients, task_id), task_id)  # each is answered again on the same connection
+            assert not wrong(
+                get_tasks(clients, task_id), task_id
+            )  # each is answered again on the same connection
             probes = probe_seconds(server, task_id)
             rounds.append((statistics.quantiles(probes, n=100)[98], probes))
             print(

@@ -1,4 +1,4 @@
-"""Worlds: create, inspect, ordered commands and the per-tick rules (docs/decisions-runtime.md, Ranch)."""
+"""Worlds: create, inspect, ordered commands and the per-tick rules (docs/decisions/0028-ranch.md)."""
 
 from __future__ import annotations
 

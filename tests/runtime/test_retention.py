@@ -246,7 +246,7 @@ def test_an_admission_receipt_lives_as_long_as_the_lineage_it_guards(
 
 def test_a_read_only_request_without_a_commit_extends_nothing(client: Client) -> None:
     """``Runtime.dispatch`` without a task to write commits nothing for an inspect, so it is no use: the
-    service always writes a task, so over A2A every request is (docs/decisions-runtime.md, "Retention")."""
+    service always writes a task, so over A2A every request is (docs/decisions/0024-retention.md)."""
     artifact = client.create(SQUARES)
     client.clock.advance(IDLE_TTL - 1)
     client.plain(operation="inspect", artifactId=artifact["id"])
