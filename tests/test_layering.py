@@ -30,6 +30,8 @@ RULES = {
     "quineling/runtime": ("flask", "flask_smorest", "marshmallow", "redis", "stores.memory", "stores.redis",
                           "quineling.a2a", "quineling.app"),
     "quineling/a2a": ("redis", "stores.memory", "stores.redis", "fakeredis"),
+    # The JSON-RPC core both adapters (the Flask view, the lean WSGI path) stand on: no web framework of its own.
+    "quineling/a2a/rpc.py": ("flask", "werkzeug", "flask_smorest", "marshmallow"),
     "quineling/observe": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores.memory",
                           "stores.redis", "quineling.a2a", "quineling.app"),
     "quineling/auth": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores", "quineling.a2a",
@@ -147,7 +149,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_package_respects_layering(package: str) -> None:
-    files = sorted((ROOT / package).rglob("*.py"))
+    where = ROOT / package
+    files = [where] if where.is_file() else sorted(where.rglob("*.py"))
     assert files, f"{package} has no modules"
     violations = [
         f"{path.relative_to(ROOT)} imports {module}"
@@ -156,6 +159,30 @@ def test_package_respects_layering(package: str) -> None:
         if forbidden(module, RULES[package]) and (str(path.relative_to(ROOT)), module) not in ALLOWED
     ]
     assert violations == []
+
+
+# The JSON-RPC envelope is judged and answered in one place: each adapter imports the core and leaves the
+# envelope's parsing to it (no adapter parses a body as an envelope itself).
+RPC_CORE = "quineling.a2a.rpc"
+RPC_ADAPTERS = ("quineling/a2a/jsonrpc.py", "quineling/a2a/lean_jsonrpc.py")
+
+
+def parses_envelopes(path: Path) -> bool:
+    """Whether the file calls some ``parse(..., envelope=...)`` itself."""
+    return any(
+        isinstance(node, ast.Call)
+        and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "parse"
+        and any(keyword.arg == "envelope" for keyword in node.keywords)
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+    )
+
+
+@pytest.mark.parametrize("adapter", RPC_ADAPTERS)
+def test_jsonrpc_adapters_stand_on_one_core(adapter: str) -> None:
+    path = ROOT / adapter
+    assert RPC_CORE in imports_of(path)
+    assert not parses_envelopes(path)
+    assert parses_envelopes(MODULES[RPC_CORE])
 
 
 def test_no_import_cycles() -> None:
@@ -183,3 +210,4 @@ def test_the_checks_can_fail() -> None:
     assert forbidden("quineling.client.v03", RULES["quineling/protocol"])
     assert forbidden("httpx", RULES["quineling/protocol"])
     assert layer("quineling.protocol.v03") < layer("quineling.a2a.errors")  # type: ignore[operator]
+    assert forbidden("werkzeug.exceptions", RULES["quineling/a2a/rpc.py"])
