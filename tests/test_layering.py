@@ -37,6 +37,8 @@ RULES = {
                       "quineling.server"),
     # Metrics and logs know nothing of the settings or the process: the gunicorn master's part in them is the
     # process layer's (quineling.server.metrics_dir, quineling.server.gunicorn_log).
+    # The JSON-RPC core both adapters (the Flask view, the lean WSGI path) stand on: no web framework of its own.
+    "quineling/a2a/rpc.py": ("flask", "werkzeug", "flask_smorest", "marshmallow"),
     "quineling/observe": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores.memory",
                           "stores.redis", "quineling.a2a", "quineling.app", "quineling.settings", "quineling.server",
                           "gunicorn", "gevent"),
@@ -175,7 +177,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_package_respects_layering(package: str) -> None:
-    files = [ROOT / package] if package.endswith(".py") else sorted((ROOT / package).rglob("*.py"))
+    where = ROOT / package
+    files = [where] if where.is_file() else sorted(where.rglob("*.py"))
     assert files, f"{package} has no modules"
     violations = [
         f"{path.relative_to(ROOT)} imports {module}"
@@ -212,6 +215,30 @@ def test_the_process_layer_is_imported_only_from_above(imported: str) -> None:
     assert importers == []
 
 
+# The JSON-RPC envelope is judged and answered in one place: each adapter imports the core and leaves the
+# envelope's parsing to it (no adapter parses a body as an envelope itself).
+RPC_CORE = "quineling.a2a.rpc"
+RPC_ADAPTERS = ("quineling/a2a/jsonrpc.py", "quineling/a2a/lean_jsonrpc.py")
+
+
+def parses_envelopes(path: Path) -> bool:
+    """Whether the file calls some ``parse(..., envelope=...)`` itself."""
+    return any(
+        isinstance(node, ast.Call)
+        and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "parse"
+        and any(keyword.arg == "envelope" for keyword in node.keywords)
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+    )
+
+
+@pytest.mark.parametrize("adapter", RPC_ADAPTERS)
+def test_jsonrpc_adapters_stand_on_one_core(adapter: str) -> None:
+    path = ROOT / adapter
+    assert RPC_CORE in imports_of(path)
+    assert not parses_envelopes(path)
+    assert parses_envelopes(MODULES[RPC_CORE])
+
+
 def test_no_import_cycles() -> None:
     assert cycles(internal_graph()) == []
 
@@ -245,3 +272,4 @@ def test_the_checks_can_fail() -> None:
     )
     assert not forbidden("quineling.serverless", ("quineling.server",))
     assert forbidden("quineling.cli", process) and not forbidden("quineling.cli_a2a", process)
+    assert forbidden("werkzeug.exceptions", RULES["quineling/a2a/rpc.py"])

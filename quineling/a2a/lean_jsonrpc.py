@@ -4,9 +4,11 @@ Flask and werkzeug's request machinery took about a third of a GetTask's CPU and
 SendMessage's. This WSGI middleware answers, itself, the one kind of request that makes nearly all of the
 traffic: a well-formed 1.0 call of a non-streaming method, ``POST /a2a/jsonrpc`` with a JSON body of a stated
 length, an acceptable Host and no browser ``Origin``, from a caller whose credential is valid and whose rate
-budget is not spent. It answers it through the same pieces as the Flask endpoint — the method table and
-:func:`quineling.a2a.jsonrpc.answer`, the call context, the authenticator, the rate limiter, the request's
-notes, metrics and log line — so the answer is byte for byte the one the endpoint gives.
+budget is not spent. It is the second adapter over the JSON-RPC core (quineling/a2a/rpc.py), beside the Flask
+view: the core judges the envelope (:func:`quineling.a2a.rpc.request_of`), holds the method table and answers
+(:func:`quineling.a2a.rpc.answer`); the rest are the Flask endpoint's own pieces — the call context, the
+authenticator, the rate limiter, the request's notes, metrics and log line — so the answer is byte for byte
+the one the endpoint gives.
 
 Anything else goes to the Flask app unchanged, which then answers it as always, errors included: the lean
 path only decides to *serve* a request, never to refuse one. Before handing a request on it has read, at
@@ -29,9 +31,9 @@ from quineling.a2a.binding import A2AState, activated, is_json_media_type, make_
 from quineling.a2a.client_address import Network
 from quineling.a2a.endpoints import JSONRPC_PATH
 from quineling.a2a.errors import A2AError
-from quineling.a2a.jsonrpc import METHODS, Method, answer
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.rate_limit import VERDICT_KEY, RateLimiter, Verdict, identity_of
+from quineling.a2a.rpc import METHODS, Method, Reject, answer, params_of, request_of
 from quineling.a2a.sse import compact
 from quineling.a2a.versions import normalize_version
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
@@ -219,26 +221,20 @@ class LeanJsonRpc:
         request_body.mark_read(environ)
         if len(raw) != length:
             return None
+        # The core judges the envelope; whatever it refuses, or the lean path does not serve (a member beyond
+        # the envelope's, a stream, an unknown or v0.3 method, bad params), the endpoint answers.
         try:
-            document = request_body.parse(raw, envelope=True)
-        except (A2AError, request_body.UnacceptableValue):
+            document = request_of(raw)
+        except Reject:
             return None
-        if not isinstance(document, dict) or not document.keys() <= _ENVELOPE_KEYS or "id" not in document:
-            return None  # a notification (no id) is refused by the endpoint
-        rpc_id, params = document.get("id"), document.get("params")
-        method = LEAN_METHODS.get(document.get("method"))  # type: ignore[arg-type]
-        if (
-            document.get("jsonrpc") != "2.0"
-            or isinstance(rpc_id, bool)
-            or not (rpc_id is None or isinstance(rpc_id, str | int))
-            or method is None
-        ):
+        method = LEAN_METHODS.get(document["method"])
+        if method is None or not document.keys() <= _ENVELOPE_KEYS:
             return None
-        if params is None and method.params_optional:
-            params = {}
-        if not isinstance(params, dict):
+        try:
+            params = params_of(method, document.get("params"))
+        except A2AError:
             return None
-        return _Call(rpc_id, document["method"], method, params, environ[_PRINCIPAL])
+        return _Call(document["id"], document["method"], method, params, environ[_PRINCIPAL])
 
     def _count(self, environ: dict[str, Any], principal: Principal | None) -> Verdict | None | object:
         """The request counted against its rate budget: its verdict when allowed, ``None`` without limits,

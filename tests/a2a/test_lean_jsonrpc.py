@@ -110,6 +110,11 @@ def requests(task_id: str) -> list[tuple[str, bytes, dict[str, str], bool]]:
         ("a notification", json.dumps({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": task_id}}).encode(),
          JSON, False),
         ("not 2.0", json.dumps({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}).encode(), JSON, False),
+        # Judged by the one core (quineling/a2a/rpc.py) before any table lookup: once a TypeError (unhashable).
+        ("method a list", json.dumps({"jsonrpc": "2.0", "id": 1, "method": ["GetTask"]}).encode(), JSON, False),
+        ("method an object", json.dumps({"jsonrpc": "2.0", "id": 1, "method": {"a": 1}}).encode(), JSON, False),
+        ("a member named twice", b'{"jsonrpc":"2.0","id":1,"method":"GetTask","method":"GetTask","params":{}}',
+         JSON, False),
         ("extra member", rpc("GetTask", {"id": task_id}, extra=1), JSON, False),
         ("params not an object", rpc("GetTask", [task_id]), JSON, False),
         ("not JSON", b"{nope", JSON, False),

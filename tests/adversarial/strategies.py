@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from quineling.a2a.compat_v03.methods import V03_METHODS
-from quineling.a2a.jsonrpc import METHODS
+from quineling.a2a.rpc import METHODS
 from quineling.a2a.wire import ROLES, TASK_STATES
 from tests.adversarial.support import SPECIAL_STRINGS, json_trees, leaf_values, shaped
 
