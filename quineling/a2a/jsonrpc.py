@@ -27,7 +27,18 @@ from quineling.a2a.errors import (
     InvalidRequestError,
     MethodNotFoundError,
 )
-from quineling.a2a.rpc import METHODS, Reject, answer, envelope, failure, params_of, request_of
+from quineling.a2a.rpc import (
+    METHODS,
+    NotificationService,
+    Reject,
+    answer,
+    envelope,
+    failure,
+    is_notification,
+    notification_refused,
+    params_of,
+    request_of,
+)
 from quineling.a2a.sse import compact, sse_response
 from quineling.a2a.streams import held_stream
 from quineling.observe import notes
@@ -72,7 +83,7 @@ def endpoint() -> Response:
         if compat is not None and method_name not in METHODS and compat.serves(method_name):
             notes.note_call("v03", method_name)
             check_version("JSONRPC", version)
-            return _call_v03(compat, method_name, params, rpc_id, version)
+            return _call_v03(compat, method_name, params, rpc_id, version, is_notification(body))
         compat = None
         method = METHODS.get(method_name)
         notes.note_call("jsonrpc", notes.UNKNOWN_METHOD if method is None else method_name)
@@ -80,6 +91,8 @@ def endpoint() -> Response:
             raise MethodNotFoundError(f"Method not found: {method_name}")
         check_version("JSONRPC", version)
         params = params_of(method, params)
+        if is_notification(body):
+            raise Reject(notification_refused())
         ctx = call_context(params.get("tenant"), version)
         if method.subscription:
             notes.note_task(params.get("id"))
@@ -116,8 +129,11 @@ def _stream(events: Iterator[Any], rpc_id: Any, render_error: Callable[[A2AError
     )
 
 
-def _call_v03(compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str) -> Response:
-    service = state().service
+def _call_v03(
+    compat: V03Compat, method: str, params: Any, rpc_id: Any, version: str, notification: bool
+) -> Response:
+    # A notification's handler meets a stand-in that refuses at the service's door (v0.3 handlers take any).
+    service: Any = NotificationService() if notification else state().service
     ctx = call_context(params.get("tenant") if isinstance(params, dict) else None, version, legacy=True)
     try:
         result = compat.call(service, method, params, ctx)

@@ -33,7 +33,7 @@ from quineling.a2a.endpoints import JSONRPC_PATH
 from quineling.a2a.errors import A2AError
 from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.rate_limit import VERDICT_KEY, RateLimiter, Verdict, identity_of
-from quineling.a2a.rpc import METHODS, Method, Reject, answer, params_of, request_of
+from quineling.a2a.rpc import METHODS, Method, Reject, answer, is_notification, params_of, request_of
 from quineling.a2a.sse import compact
 from quineling.a2a.versions import normalize_version
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
@@ -228,7 +228,7 @@ class LeanJsonRpc:
         except Reject:
             return None
         method = LEAN_METHODS.get(document["method"])
-        if method is None or not document.keys() <= _ENVELOPE_KEYS:
+        if method is None or is_notification(document) or not document.keys() <= _ENVELOPE_KEYS:
             return None
         try:
             params = params_of(method, document.get("params"))

@@ -5,14 +5,15 @@ accept the same envelopes and send the same answers by construction.
 
 Envelope checks, in order (docs/decisions/0005-bindings.md): JSON, strictly (too deep, a long integer, a lone
 surrogate, a member named twice); not a batch; an object; ``id`` a string, an integer or null; ``jsonrpc``
-exactly ``"2.0"``; ``method`` a string; an ``id`` present (a notification is refused).
+exactly ``"2.0"``; ``method`` a string. A notification (no ``id``) is refused once its method and params are
+judged (:func:`is_notification`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from quineling.a2a import body as request_body
 from quineling.a2a import observation
@@ -80,15 +81,31 @@ def request_of(raw: bytes) -> dict[str, Any]:
         raise Reject(InvalidRequestError('jsonrpc must be exactly "2.0"'), rpc_id=rpc_id)
     if not isinstance(body.get("method"), str):
         raise Reject(InvalidRequestError("method must be a string"), rpc_id=rpc_id)
-    if "id" not in body:
-        # A notification (JSON-RPC 2.0, section 4.1) would get no answer, yet every A2A method's point is its answer:
-        # refused as invalid rather than run unseen (docs/decisions/0005-bindings.md).
-        raise Reject(
-            InvalidRequestError(
-                "A request without an id is a JSON-RPC notification, which A2A does not use; send an id"
-            )
-        )
     return body
+
+
+def is_notification(request: dict[str, Any]) -> bool:
+    """No ``id`` (JSON-RPC 2.0, section 4.1): a notification, which gets no answer — yet every A2A method's
+    point is its answer. It is judged like any request (its envelope, method and params, so a wrong one gets the
+    same error, with id null) and then refused as invalid instead of run (docs/decisions/0005-bindings.md)."""
+    return "id" not in request
+
+
+def notification_refused() -> InvalidRequestError:
+    return InvalidRequestError(
+        "A request without an id is a JSON-RPC notification, which A2A does not use; send an id"
+    )
+
+
+class NotificationService:
+    """The service as a notification's call sees it: a v0.3 handler validates and translates its params as for
+    any request, and the moment it would reach the service it is refused, so nothing runs."""
+
+    def __getattr__(self, name: str) -> Callable[..., NoReturn]:
+        def refuse(*_: Any, **__: Any) -> NoReturn:
+            raise notification_refused()
+
+        return refuse
 
 
 def params_of(method: Method, params: Any) -> dict[str, Any]:

@@ -203,3 +203,29 @@ def test_tenant_param_scopes_tasks(client: Any) -> None:
     assert (
         error_of(post(client, envelope("GetTask", {"id": task_id, "tenant": 7})))["error"]["code"] == -32602
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        # What the official conformance kit's v0.3 suite sends, and the errors it requires: a notification is
+        # judged like any request before it is refused, so a wrong method or params keeps its own error.
+        ({"jsonrpc": "2.0", "method": "message/ssend", "params": {}}, -32601),
+        ({"jsonrpc": "2.0", "method": "message/send", "params": {"": "not_a_dict"}}, -32602),
+        ({"jsonrpc": "2.0", "method": "NoSuchMethod", "params": {}}, -32601),
+        ({"jsonrpc": "2.0", "method": "GetTask", "params": "not an object"}, -32602),
+        # Well-formed notifications, v0.3 and 1.0: refused, never run.
+        ({"jsonrpc": "2.0", "method": "message/send", "params": {"message": {
+            "kind": "message", "messageId": "m1", "role": "user",
+            "parts": [{"kind": "text", "text": "[1] | sum | report total"}]}}}, -32600),
+        ({"jsonrpc": "2.0", "method": "tasks/get", "params": {"id": "x"}}, -32600),
+    ],
+)  # fmt: skip
+def test_a_notification_gets_the_error_of_what_is_wrong_with_it_first(
+    client: Any, body: Any, code: int
+) -> None:
+    answered = error_of(post(client, body))
+    assert answered["id"] is None and answered["error"]["code"] == code, answered
+    assert "result" not in answered
+    listed = post(client, envelope("ListTasks", {}))
+    assert listed.get_json()["result"]["tasks"] == []  # nothing was run
