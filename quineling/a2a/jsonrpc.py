@@ -17,7 +17,7 @@ from flask import Blueprint, Response, request
 from werkzeug.exceptions import HTTPException
 
 from quineling.a2a import body as request_body
-from quineling.a2a import observation
+from quineling.a2a import outcomes
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.endpoints import JSONRPC_PATH
@@ -117,7 +117,7 @@ def endpoint() -> Response:
 
 def _error(rpc_id: Any, error: A2AError, rendered: Any, http_status: int = 200) -> Response:
     """An error envelope, noted as the request's outcome (``rendered``: ``error`` in the caller's dialect)."""
-    observation.note_error(error)
+    outcomes.note_error(error)
     return _json(envelope(rpc_id, error=rendered), http_status)
 
 
@@ -150,7 +150,7 @@ def _call_v03(
         )
     if compat.is_stream(method):
         return _stream(result, rpc_id, compat.error)
-    observation.note_result(result)
+    outcomes.note_result(result)
     return _json(envelope(rpc_id, result=result))
 
 

@@ -22,7 +22,6 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from flask import Flask, Response, request
 
@@ -36,7 +35,6 @@ from quineling.a2a.endpoints import (
     REST_PREFIX,
     under,
 )
-from quineling.a2a.errors import A2AError
 from quineling.auth import Principal
 from quineling.observe import logs, metrics, notes
 
@@ -70,26 +68,6 @@ def request_id(header: str | None) -> str:
     if header and _SANE_REQUEST_ID.fullmatch(header):
         return header
     return os.urandom(16).hex()  # what uuid4 draws, without building a UUID (a few microseconds less)
-
-
-def outcome_of(error: A2AError) -> str:
-    if error.status_code == 503 and error.reason == "INTERNAL_ERROR":
-        return "UNAVAILABLE"
-    return error.reason
-
-
-def note_error(error: A2AError) -> None:
-    """The error this request is answered with (called where a binding renders one)."""
-    notes.note_outcome(outcome_of(error))
-    notes.note_task(error.metadata.get("taskId"))
-
-
-def note_result(result: Any) -> None:
-    """The task a successful answer is about: a Task, or a SendMessage response holding one."""
-    if isinstance(result, dict):
-        task = result.get("task", result)
-        if isinstance(task, dict) and "status" in task:
-            notes.note_task(task.get("id"))
 
 
 def _where(path: str, http_method: str, endpoint: str | None) -> tuple[str, str]:

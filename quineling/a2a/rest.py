@@ -14,7 +14,7 @@ from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from quineling.a2a import body, observation, schemas
+from quineling.a2a import body, json_text, outcomes, schemas
 from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.context import CallContext
 from quineling.a2a.endpoints import REST_PREFIX
@@ -54,7 +54,7 @@ def request_body() -> dict[str, Any]:
     if not raw.strip():
         parsed: Any = {}
     else:
-        parsed = body.parse(raw)
+        parsed = json_text.parse(raw)
         if not isinstance(parsed, dict):
             raise InvalidRequestError("The request body must be a JSON object")
     request.environ[_BODY_KEY] = parsed
@@ -151,12 +151,12 @@ def _media_type() -> str:
 
 
 def render(value: Any, status: int = 200) -> Response:
-    observation.note_result(value)
+    outcomes.note_result(value)
     return Response(compact(value), status=status, mimetype=_media_type())
 
 
 def render_error(error: A2AError) -> Response:
-    observation.note_error(error)
+    outcomes.note_error(error)
     # An error body is a google.rpc.Status, not an A2A object: application/json, as the reference SDK answers.
     response = Response(compact(error.to_rest()), status=error.status_code, mimetype=PLAIN_JSON)
     if error.retry_after is not None:  # a transient failure (503): when to try again

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from quineling.a2a import body as request_body
-from quineling.a2a import observation
+from quineling.a2a import json_text, outcomes
 from quineling.a2a.context import CallContext
 from quineling.a2a.errors import A2AError, InvalidParamsError, InvalidRequestError, as_a2a_error
 from quineling.a2a.service import A2AService
@@ -65,8 +64,8 @@ def envelope(rpc_id: Any, *, result: Any = None, error: dict[str, Any] | None = 
 def request_of(raw: bytes) -> dict[str, Any]:
     """The request object in a body's bytes, its envelope checked; :class:`Reject` names what is wrong."""
     try:
-        body = request_body.parse(raw, envelope=True)
-    except request_body.UnacceptableValue as exc:
+        body = json_text.parse(raw, envelope=True)
+    except json_text.UnacceptableValue as exc:
         raise _unacceptable(exc) from None
     except A2AError as exc:  # not JSON (400), or a member named twice
         raise Reject(exc, exc.status_code) from None
@@ -117,7 +116,7 @@ def params_of(method: Method, params: Any) -> dict[str, Any]:
     return params
 
 
-def _unacceptable(exc: request_body.UnacceptableValue) -> Reject:
+def _unacceptable(exc: json_text.UnacceptableValue) -> Reject:
     """Valid JSON the request may not carry: InvalidParams when it lies in ``params`` (or nobody knows where),
     else InvalidRequest; the request's id is echoed when it is itself fine."""
     document, path = exc.document, exc.path
@@ -133,7 +132,7 @@ def failure(rpc_id: Any, exc: Exception, render: Callable[[A2AError], Any] | Non
     """The error envelope answering a call that raised, noted as the request's outcome (``render``: the error
     in the caller's dialect, 1.0's by default)."""
     error = as_a2a_error(exc)
-    observation.note_error(error)
+    outcomes.note_error(error)
     return envelope(rpc_id, error=error.to_jsonrpc() if render is None else render(error))
 
 
@@ -143,5 +142,5 @@ def answer(method: Method, service: A2AService, params: dict[str, Any], ctx: Cal
         result = method.call(service, params, ctx)
     except Exception as exc:  # noqa: BLE001 - every failure is answered as a JSON-RPC error
         return failure(rpc_id, exc)
-    observation.note_result(result)
+    outcomes.note_result(result)
     return envelope(rpc_id, result=result)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from quineling.a2a.body import MAX_DEPTH
+from quineling.a2a.json_text import MAX_DEPTH
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime
