@@ -13,18 +13,6 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import (
-    authentication,
-    binding,
-    body,
-    discovery,
-    jsonrpc,
-    observation,
-    openapi,
-    rate_limit,
-    rest,
-)
-from quineling.a2a.binding import EXTENSION_NAME, A2AState
 from quineling.a2a.card import build_card, declare_bearer
 from quineling.a2a.endpoints import (
     CARD_PATH,
@@ -37,12 +25,24 @@ from quineling.a2a.endpoints import (
 )
 from quineling.a2a.errors import from_http_exception
 from quineling.a2a.executor import Dispatcher
-from quineling.a2a.lean_jsonrpc import EXTENSION_KEY as LEAN_EXTENSION
-from quineling.a2a.lean_jsonrpc import LeanJsonRpc
+from quineling.a2a.http import (
+    authentication,
+    binding,
+    body,
+    discovery,
+    jsonrpc,
+    observation,
+    openapi,
+    rate_limit,
+    rest,
+)
+from quineling.a2a.http.binding import EXTENSION_NAME, A2AState
+from quineling.a2a.http.lean_jsonrpc import EXTENSION_KEY as LEAN_EXTENSION
+from quineling.a2a.http.lean_jsonrpc import LeanJsonRpc
+from quineling.a2a.http.origin_guard import OriginGuard
+from quineling.a2a.http.streams import StreamSlots
 from quineling.a2a.long_poll import LongPoll
-from quineling.a2a.origin_guard import OriginGuard
 from quineling.a2a.service import A2AService
-from quineling.a2a.streams import StreamSlots
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.auth import Authenticator
@@ -131,7 +131,7 @@ def create_app(
         OPENAPI_VERSION="3.0.3",
         OPENAPI_URL_PREFIX=REST_PREFIX,
         OPENAPI_JSON_PATH="openapi.json",
-        # werkzeug's own cap, for any body reader besides the bindings' (quineling/a2a/body.py): one byte
+        # werkzeug's own cap, for any body reader besides the bindings' (quineling/a2a/http/body.py): one byte
         # above the limit, so that the bindings' reader, which stops there, decides and answers 413 itself.
         MAX_CONTENT_LENGTH=settings.request_limit_bytes + 1,
     )

@@ -1,6 +1,6 @@
 """The syntax of hosts, origins and addresses: a ``Host`` header or an origin's authority, a browser origin, a
 ``QUINELING_ALLOWED_HOSTS`` entry, a loopback address. Read by the settings' validation
-(:mod:`quineling.settings`), the origin guard (quineling/a2a/origin_guard.py) and the gunicorn master's exposure
+(:mod:`quineling.settings`), the origin guard (quineling/a2a/http/origin_guard.py) and the gunicorn master's exposure
 check (:mod:`quineling.server.options`); standard library only."""
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ class Settings:
     # Browser origins (https://app.example.com) allowed to call the agent cross-site, or "*" (CORS).
     cors_origins: str = ""
     # Requests per principal (per client address when anonymous) in the `limits` notation, e.g.
-    # "20/second;600/minute"; empty: no limit (quineling/a2a/rate_limit.py).
+    # "20/second;600/minute"; empty: no limit (quineling/a2a/http/rate_limit.py).
     rate_limit: str = ""
     # Proxies (CIDRs) whose X-Forwarded-For names the client; by default none, so the peer is the client.
     trusted_proxies: str = ""
@@ -350,7 +350,7 @@ def _validate_redis_tls(settings: Settings) -> None:
             )
 
 
-# --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/origin_guard.py) -----
+# --- hosts and origins (QUINELING_ALLOWED_HOSTS, QUINELING_CORS_ORIGINS; quineling/a2a/http/origin_guard.py) -----
 
 
 def _validate_origins(settings: Settings) -> None:
@@ -372,7 +372,7 @@ def _validate_origins(settings: Settings) -> None:
             )
 
 
-# --- rate limits (QUINELING_RATE_LIMIT, QUINELING_TRUSTED_PROXIES; quineling/a2a/rate_limit.py) -----------
+# --- rate limits (QUINELING_RATE_LIMIT, QUINELING_TRUSTED_PROXIES; quineling/a2a/http/rate_limit.py) -----------
 
 # The `limits` notation, checked here without importing `limits` (it imports asyncio and so ssl, which the
 # gunicorn master must not import before gevent patches its workers): "N/unit", "N per unit" or "N/M units",

@@ -218,7 +218,7 @@ def test_the_process_layer_is_imported_only_from_above(imported: str) -> None:
 # The JSON-RPC envelope is judged and answered in one place: each adapter imports the core and leaves the
 # envelope's parsing to it (no adapter parses a body as an envelope itself).
 RPC_CORE = "quineling.a2a.rpc"
-RPC_ADAPTERS = ("quineling/a2a/jsonrpc.py", "quineling/a2a/lean_jsonrpc.py")
+RPC_ADAPTERS = ("quineling/a2a/http/jsonrpc.py", "quineling/a2a/http/lean_jsonrpc.py")
 
 
 def parses_envelopes(path: Path) -> bool:
@@ -237,6 +237,28 @@ def test_jsonrpc_adapters_stand_on_one_core(adapter: str) -> None:
     assert RPC_CORE in imports_of(path)
     assert not parses_envelopes(path)
     assert parses_envelopes(MODULES[RPC_CORE])
+
+
+# The protocol layer knows no transport: Flask, werkzeug, flask-smorest and marshmallow are its HTTP edge's
+# (quineling/a2a/http/), and nothing below the edge reaches up into it. One exception: the errors module maps a
+# werkzeug HTTPException (a 413 raised while a view reads its body) to the A2A error of the same status,
+# wherever it is caught — the transport-free JSON-RPC core included.
+WEB_FRAMEWORK = ("flask", "werkzeug", "flask_smorest", "marshmallow")
+HTTP_EDGE = "quineling.a2a.http"
+WEB_ALLOWED = {("quineling.a2a.errors", "werkzeug.exceptions")}
+
+
+def test_only_the_http_edge_knows_the_web_framework() -> None:
+    offenders = [
+        f"{name} imports {module}"
+        for name, path in MODULES.items()
+        if name.startswith("quineling.a2a.") and not forbidden(name, (HTTP_EDGE,))
+        for module in imports_of(path)
+        if (forbidden(module, WEB_FRAMEWORK) and (name, module) not in WEB_ALLOWED)
+        or forbidden(module, (HTTP_EDGE,))
+    ]
+    assert offenders == []
+    assert any(forbidden(module, WEB_FRAMEWORK) for module in imports_of(MODULES[HTTP_EDGE + ".jsonrpc"]))
 
 
 def test_no_import_cycles() -> None:
@@ -264,7 +286,9 @@ def test_the_checks_can_fail() -> None:
     assert forbidden("quineling.client.v03", RULES["quineling/protocol"])
     assert forbidden("httpx", RULES["quineling/protocol"])
     assert layer("quineling.protocol.v03") < layer("quineling.a2a.errors")  # type: ignore[operator]
-    assert layer("quineling.settings") < layer("quineling.a2a.binding") < layer("quineling.server.options")  # type: ignore[operator]
+    assert (
+        layer("quineling.settings") < layer("quineling.a2a.http.binding") < layer("quineling.server.options")
+    )  # type: ignore[operator]
     assert layer("quineling.app") < layer("quineling.server.lean_worker") < layer("quineling.cli")  # type: ignore[operator]
     process = IMPORTED_ONLY_BY["quineling.server"]
     assert forbidden("quineling.server.hooks", ("quineling.server",)) and forbidden(

@@ -29,7 +29,7 @@ PRINCIPALS = (ALICE, "carol", "jwt~dave%40example.com")  # anonymous, a key's pr
 
 
 def context(tenant: str, principal: str = ALICE) -> CallContext:
-    """The call context the binding makes for ``principal`` (quineling.a2a.binding.call_context)."""
+    """The call context the binding makes for ``principal`` (quineling.a2a.http.binding.call_context)."""
     if principal == ALICE:
         return CallContext(tenant=tenant)
     return CallContext(tenant=tenant, principal=principal, user=principal)

@@ -32,7 +32,7 @@ class CallContext:
     requested_version: str = "1.0"
     extensions: tuple[str, ...] = ()
     # True once a stream answering this call should end early: its client hung up, or the worker is stopping
-    # (the binding's probe, quineling.a2a.streams.stop_probe; never, in-process).
+    # (the binding's probe, quineling.a2a.http.streams.stop_probe; never, in-process).
     should_stop: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
     # The authenticated principal as the stores know it (``quineling.auth.Principal.scope_id``); "" when the
     # server runs without authentication and every caller is the one anonymous user.

@@ -1,6 +1,6 @@
 """The JSON-RPC 2.0 core, without a web framework: the envelope read from a request's bytes and judged, the
-method table, the call answered, errors rendered. Its two adapters — the Flask view (quineling/a2a/jsonrpc.py)
-and the lean WSGI path (quineling/a2a/lean_jsonrpc.py) — read the body their own way and call these, so they
+method table, the call answered, errors rendered. Its two adapters — the Flask view (quineling/a2a/http/jsonrpc.py)
+and the lean WSGI path (quineling/a2a/http/lean_jsonrpc.py) — read the body their own way and call these, so they
 accept the same envelopes and send the same answers by construction.
 
 Envelope checks, in order (docs/decisions/0005-bindings.md): JSON, strictly (too deep, a long integer, a lone
@@ -26,7 +26,9 @@ class Method:
     call: Callable[[A2AService, Any, CallContext], Any]
     streaming: bool = False
     params_optional: bool = False  # GetExtendedAgentCard may omit params
-    subscription: bool = False  # stays open waiting for events: holds a stream slot (quineling.a2a.streams)
+    subscription: bool = (
+        False  # stays open waiting for events: holds a stream slot (quineling.a2a.http.streams)
+    )
 
 
 METHODS: dict[str, Method] = {

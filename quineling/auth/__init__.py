@@ -1,5 +1,5 @@
 """Authentication: who a request's ``Authorization: Bearer <token>`` says is calling. No web framework here:
-the protocol layer's one request hook (``quineling/a2a/authentication.py``) calls :meth:`Authenticator.
+the protocol layer's one request hook (``quineling/a2a/http/authentication.py``) calls :meth:`Authenticator.
 authenticate` and renders a refusal in the binding's shape.
 
 Two kinds of credential, both optional, both allowed at once: API keys from a keys file

@@ -3,7 +3,7 @@
 
 Of a GetTask's CPU on this server, gunicorn's own request handling was the largest share: its parser, the
 environ, the response object, the hooks, a timer and two ``datetime`` calls per request. The lean JSON-RPC
-path (quineling/a2a/lean_jsonrpc.py) already answers the common call without Flask; this worker hands it the
+path (quineling/a2a/http/lean_jsonrpc.py) already answers the common call without Flask; this worker hands it the
 call without gunicorn's machinery around it:
 
 - it reads a connection's next request head itself and, when that is a plain ``POST /a2a/jsonrpc HTTP/1.1``
@@ -69,7 +69,7 @@ class LeanGeventWorker(GeventWorker):
             if not (isinstance(self.log, QuinelingLogger) and self.log.log_format == "json"):
                 return
             self.access_line = self.log.access
-        from quineling.a2a.lean_jsonrpc import EXTENSION_KEY  # in the worker, after gevent's patching
+        from quineling.a2a.http.lean_jsonrpc import EXTENSION_KEY  # in the worker, after gevent's patching
 
         lean = getattr(self.wsgi, "extensions", {}).get(EXTENSION_KEY)
         if lean is not None and lean.enabled:

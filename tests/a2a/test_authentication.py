@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from quineling.a2a.authentication import rechecked
+from quineling.a2a.http.authentication import rechecked
 from quineling.app import create_app
 from quineling.auth.keyfile import add_key, revoke_keys
 from tests.a2a.test_compat_v03_http import V03_METHODS

@@ -1,4 +1,4 @@
-"""The lean JSON-RPC path (quineling/a2a/lean_jsonrpc.py) answers exactly what the Flask endpoint answers.
+"""The lean JSON-RPC path (quineling/a2a/http/lean_jsonrpc.py) answers exactly what the Flask endpoint answers.
 
 Every request here goes to two apps, one with the lean path and one without (``lean_jsonrpc`` off), and the
 answers are compared whole — status, headers, body — with only what is fresh per app (task ids, timestamps,
@@ -20,7 +20,7 @@ import pytest
 from flask import Flask
 
 from quineling.a2a.card import IDEMPOTENCY_EXTENSION
-from quineling.a2a.lean_jsonrpc import LeanJsonRpc
+from quineling.a2a.http.lean_jsonrpc import LeanJsonRpc
 from quineling.app import create_app
 from quineling.observe import metrics
 from tests.support.principals import keys_file

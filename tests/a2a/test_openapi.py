@@ -19,7 +19,7 @@ from openapi_spec_validator import validate as validate_openapi
 
 from quineling.a2a.card import BEARER_SCHEME
 from quineling.a2a.errors import ERROR_DOMAIN, ERROR_INFO_TYPE
-from quineling.a2a.rate_limit import RATE_LIMIT_DOMAIN
+from quineling.a2a.http.rate_limit import RATE_LIMIT_DOMAIN
 from quineling.a2a.task_facts import describe_task
 from quineling.app import create_app
 from quineling.runtime.runtime import Runtime

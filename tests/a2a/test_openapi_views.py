@@ -12,8 +12,8 @@ import pytest
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from quineling.a2a import rest
-from quineling.a2a.error_answers import ANSWERS_KEY, Answers
+from quineling.a2a.http import rest
+from quineling.a2a.http.error_answers import ANSWERS_KEY, Answers
 from quineling.app import create_app
 
 BASE = "/a2a/rest"

@@ -13,8 +13,8 @@ from typing import Any
 import limits
 import pytest
 
-from quineling.a2a.client_address import client_address, client_key
-from quineling.a2a.rate_limit import parse_limits
+from quineling.a2a.http.client_address import client_address, client_key
+from quineling.a2a.http.rate_limit import parse_limits
 from quineling.app import create_app
 from quineling.settings import ConfigError, load_settings, rate_limit_items, trusted_networks
 from stores.errors import StoreError
@@ -290,9 +290,9 @@ def test_rate_limit_bodies_are_json_everywhere() -> None:
 
 def test_a_refused_caller_is_logged_once_per_window(caplog: pytest.LogCaptureFixture) -> None:
     client = app(rate_limit="1/minute")
-    with caplog.at_level(logging.INFO, logger="quineling.a2a.rate_limit"):
+    with caplog.at_level(logging.INFO, logger="quineling.a2a.http.rate_limit"):
         assert statuses(client, 4, REMOTE_ADDR="192.0.2.9") == [200, 429, 429, 429]
-    lines = [r.getMessage() for r in caplog.records if r.name == "quineling.a2a.rate_limit"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "quineling.a2a.http.rate_limit"]
     assert len(lines) == 1 and lines[0].startswith("rate limited: a:192.0.2.9 is over 1 per 1 minute")
 
 

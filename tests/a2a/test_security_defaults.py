@@ -1,6 +1,6 @@
 """The cross-site defences of the default (anonymous, loopback) agent: the Host check against DNS rebinding,
 the Origin check, the rule that a state-changing request cannot be a "simple" cross-site one, and CORS for
-configured origins (quineling/a2a/origin_guard.py; docs/decisions/0006-security-defaults.md)."""
+configured origins (quineling/a2a/http/origin_guard.py; docs/decisions/0006-security-defaults.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from quineling.a2a.origin_guard import OriginGuard
+from quineling.a2a.http.origin_guard import OriginGuard
 from quineling.settings import ConfigError, load_settings
 from tests.a2a.conftest import make_app, text, user_message
 from tests.support.bindings import V1

@@ -15,7 +15,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from quineling.a2a.context import CallContext
-from quineling.a2a.streams import RETRY_AFTER_SECONDS, StreamSlots, stop_probe
+from quineling.a2a.http.streams import RETRY_AFTER_SECONDS, StreamSlots, stop_probe
 from quineling.a2a.subscription import StreamSettings, follow
 from quineling.a2a.task_facts import describe_task
 from stores import backend_from_url

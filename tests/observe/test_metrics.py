@@ -13,7 +13,7 @@ import pytest
 from flask import Flask, Response, request
 from redis import exceptions as rex
 
-from quineling.a2a.streams import StreamSlots
+from quineling.a2a.http.streams import StreamSlots
 from quineling.app import create_app
 from quineling.observe import metrics
 from quineling.runtime.errors import QuinelingError

@@ -21,8 +21,8 @@ from gunicorn.config import Config
 from gunicorn.glogging import Logger
 from werkzeug.test import EnvironBuilder
 
-from quineling.a2a.lean_jsonrpc import EXTENSION_KEY
-from quineling.a2a.rate_limit import VERDICT_KEY
+from quineling.a2a.http.lean_jsonrpc import EXTENSION_KEY
+from quineling.a2a.http.rate_limit import VERDICT_KEY
 from quineling.app import create_app
 from quineling.server.lean_worker import LeanGeventWorker, _Replayed
 from tests.support.principals import keys_file

@@ -16,9 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 from werkzeug.exceptions import HTTPException
 
-from quineling.a2a import body as request_body
 from quineling.a2a import outcomes
-from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.endpoints import JSONRPC_PATH
 from quineling.a2a.errors import (
@@ -27,6 +25,16 @@ from quineling.a2a.errors import (
     InvalidRequestError,
     MethodNotFoundError,
 )
+from quineling.a2a.http import body as request_body
+from quineling.a2a.http.binding import (
+    call_context,
+    check_version,
+    is_json_media_type,
+    requested_version,
+    state,
+)
+from quineling.a2a.http.sse import compact, sse_response
+from quineling.a2a.http.streams import held_stream
 from quineling.a2a.rpc import (
     METHODS,
     NotificationService,
@@ -39,8 +47,6 @@ from quineling.a2a.rpc import (
     params_of,
     request_of,
 )
-from quineling.a2a.sse import compact, sse_response
-from quineling.a2a.streams import held_stream
 from quineling.observe import notes
 
 log = logging.getLogger(__name__)

@@ -23,10 +23,10 @@ from urllib.parse import urlsplit
 
 from flask import Response, request
 
-from quineling.a2a.binding import is_json_media_type
 from quineling.a2a.endpoints import HEALTH_PATH, JSONRPC_PATH, READY_PATH, REST_PREFIX, under
 from quineling.a2a.errors import A2AError, ContentTypeNotSupportedError, InvalidRequestError
-from quineling.a2a.sse import compact
+from quineling.a2a.http.binding import is_json_media_type
+from quineling.a2a.http.sse import compact
 from quineling.network import DEFAULT_PORTS, Origin, host_pattern, parse_origin, split_host, split_list
 from quineling.settings import Settings
 

@@ -8,14 +8,14 @@ from typing import Any
 
 from flask import Response, current_app, request
 
-from quineling.a2a.authentication import authenticated_principal
 from quineling.a2a.card import supported_versions
 from quineling.a2a.compat_v03 import V03Compat
 from quineling.a2a.context import CallContext
 from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX, under
 from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
+from quineling.a2a.http.authentication import authenticated_principal
+from quineling.a2a.http.streams import StreamSlots, stop_probe
 from quineling.a2a.service import A2AService
-from quineling.a2a.streams import StreamSlots, stop_probe
 from quineling.a2a.versions import normalize_version
 from quineling.auth import Principal
 from quineling.settings import Settings
@@ -33,7 +33,9 @@ class A2AState:
     legacy_compat: bool = True
     card_superset: bool = True
     request_limit_bytes: int = 2 * 1024 * 1024
-    body_timeout_seconds: float = 30.0  # a body not received in full by then: 408 (quineling/a2a/body.py)
+    body_timeout_seconds: float = (
+        30.0  # a body not received in full by then: 408 (quineling/a2a/http/body.py)
+    )
     card_max_age: int = 3600
     tenants: frozenset[str] | None = frozenset()  # served besides the default tenant; None = any
     # This worker's open subscriptions (create_app sizes it from the settings).
@@ -115,7 +117,7 @@ def make_call_context(
     extension_headers: tuple[str, ...] = ("HTTP_A2A_EXTENSIONS",),
 ) -> CallContext:
     """The call context of a request, from its WSGI environ (headers as ``HTTP_*`` keys): shared by the Flask
-    bindings and the lean JSON-RPC path (quineling/a2a/lean_jsonrpc.py)."""
+    bindings and the lean JSON-RPC path (quineling/a2a/http/lean_jsonrpc.py)."""
     if tenant is not None and not isinstance(tenant, str):
         raise InvalidParamsError("tenant must be a string")
     if tenant and served is not None and tenant not in served:

@@ -1,4 +1,4 @@
-"""The OpenAPI schemas the marshmallow schemas (:mod:`quineling.a2a.schemas`) cannot say: what the service
+"""The OpenAPI schemas the marshmallow schemas (:mod:`quineling.a2a.http.schemas`) cannot say: what the service
 really reads in a message, its parts and the send configuration, a protobuf enum, the ``A2A-Version`` values,
 and one Server-Sent Event.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quineling.a2a.error_answers import ERROR_SCHEMA
+from quineling.a2a.http.error_answers import ERROR_SCHEMA
 from quineling.a2a.wire import ROLES
 
 JSON = dict[str, Any]
@@ -150,7 +150,7 @@ BODY_FIELDS = {
 
 
 def response_components() -> dict[str, JSON]:
-    """The schemas nested in answers that the response schemas (quineling/a2a/schemas.py) leave free-form."""
+    """The schemas nested in answers that the response schemas (quineling/a2a/http/schemas.py) leave free-form."""
     text = {"type": "string"}
     obj = {"type": "object", "additionalProperties": {}, "example": {}}
     status = {"$ref": "#/components/schemas/TaskStatus"}

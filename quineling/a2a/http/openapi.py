@@ -1,11 +1,11 @@
 """The HTTP+JSON binding's OpenAPI document, made to say what the server does, and its interactive page.
 
-flask-smorest generates the document from the views in :mod:`quineling.a2a.rest`, which carry their summaries,
+flask-smorest generates the document from the views in :mod:`quineling.a2a.http.rest`, which carry their summaries,
 descriptions, examples and own failures (docstrings, ``@blp.doc``, ``@blp.arguments``); the marshmallow
-schemas in :mod:`quineling.a2a.schemas` carry their fields' descriptions. This module sets up the document
-(its introduction, the security scheme, the components of :mod:`quineling.a2a.error_answers` and
-:mod:`quineling.a2a.openapi_schemas`) and the plugin that completes each operation
-(:mod:`quineling.a2a.openapi_plugin`).
+schemas in :mod:`quineling.a2a.http.schemas` carry their fields' descriptions. This module sets up the document
+(its introduction, the security scheme, the components of :mod:`quineling.a2a.http.error_answers` and
+:mod:`quineling.a2a.http.openapi_schemas`) and the plugin that completes each operation
+(:mod:`quineling.a2a.http.openapi_plugin`).
 
 The page at ``/a2a/rest/docs`` is Swagger UI, its script and style served by this app from the files of the
 ``flask-swagger-ui`` package: it loads nothing from elsewhere (Swagger UI's validator badge, which would call
@@ -21,11 +21,11 @@ from flask import Blueprint, Flask, Response, redirect, request, send_from_direc
 from flask_smorest import Api
 from flask_smorest import Blueprint as SmorestBlueprint
 
-from quineling.a2a.binding import EXTENSION_NAME
 from quineling.a2a.card import BEARER_SCHEME
-from quineling.a2a.error_answers import error_components
-from quineling.a2a.openapi_plugin import Documenter, Facts
-from quineling.a2a.openapi_schemas import request_components, response_components
+from quineling.a2a.http.binding import EXTENSION_NAME
+from quineling.a2a.http.error_answers import error_components
+from quineling.a2a.http.openapi_plugin import Documenter, Facts
+from quineling.a2a.http.openapi_schemas import request_components, response_components
 
 DOCS_PATH = "docs"  # the page, under the binding's prefix
 ASSETS_PATH = "docs/assets"  # Swagger UI's files, under the binding's prefix

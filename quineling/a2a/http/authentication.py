@@ -22,7 +22,7 @@ from flask import Flask, Response, request
 
 from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX, under
 from quineling.a2a.errors import ERROR_DOMAIN, ERROR_INFO_TYPE
-from quineling.a2a.sse import compact
+from quineling.a2a.http.sse import compact
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
 from quineling.observe import notes
 

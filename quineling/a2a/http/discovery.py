@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 
 from flask import Blueprint, Response, request
 
-from quineling.a2a.binding import requested_version, state
 from quineling.a2a.endpoints import CARD_PATH
-from quineling.a2a.sse import compact
+from quineling.a2a.http.binding import requested_version, state
+from quineling.a2a.http.sse import compact
 from quineling.a2a.versions import is_legacy_request
 
 blueprint = Blueprint("a2a_discovery", __name__)

@@ -2,7 +2,7 @@
 of every host enforces one budget (docs/deployment.md, "Rate limits").
 
 One request hook, after authentication: the caller is its principal, or its client address when anonymous
-(:mod:`quineling.a2a.client_address`); every request counts once in each limit's window, a stream once when
+(:mod:`quineling.a2a.http.client_address`); every request counts once in each limit's window, a stream once when
 it opens. Over any limit the request is answered HTTP 429 with ``Retry-After`` and an error in the binding's
 shape before its body is read; every counted response carries the ``RateLimit-*`` fields of
 draft-ietf-httpapi-ratelimit-headers-06. The agent card, ``/healthz``, ``/readyz`` and ``/metrics`` are not
@@ -21,12 +21,12 @@ from typing import Any
 import limits
 from flask import Flask, Response, request
 
-from quineling.a2a.authentication import authenticated_principal
-from quineling.a2a.binding import requested_version, state
-from quineling.a2a.client_address import Network, client_address, client_key
 from quineling.a2a.endpoints import JSONRPC_PATH, under
 from quineling.a2a.errors import A2AError, UnavailableError, store_failure
-from quineling.a2a.sse import compact
+from quineling.a2a.http.authentication import authenticated_principal
+from quineling.a2a.http.binding import requested_version, state
+from quineling.a2a.http.client_address import Network, client_address, client_key
+from quineling.a2a.http.sse import compact
 from quineling.auth import Principal
 from quineling.observe import notes
 from stores.errors import StoreError
@@ -145,7 +145,7 @@ def install(
         if request.path in exempt_paths:
             return None
         identity = caller_identity(trusted_proxies)
-        # The lean JSON-RPC path (quineling/a2a/lean_jsonrpc.py) hands a refusal it counted over to this hook,
+        # The lean JSON-RPC path (quineling/a2a/http/lean_jsonrpc.py) hands a refusal it counted over to this hook,
         # which answers it: a request is counted once.
         counted: Verdict | None = request.environ.get(VERDICT_KEY)
         try:

@@ -4,7 +4,7 @@ Each :class:`Failure` is one way an operation fails: the HTTP status, the :class
 (the binding's ``google.rpc.Status`` body, component ``ErrorResponse``) and when. The failures every
 operation shares (the version check, the body's limits, the cross-site defences, storage, the rate limit)
 are listed once in :func:`failures_of`; an operation names only its own, on its view in
-:mod:`quineling.a2a.rest`, with :func:`answers` (``@blp.doc(**answers(...))``). The document then gives, per
+:mod:`quineling.a2a.http.rest`, with :func:`answers` (``@blp.doc(**answers(...))``). The document then gives, per
 status, one response narrowed to the reasons it can carry (:func:`error_response`).
 """
 
@@ -32,8 +32,8 @@ from quineling.a2a.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from quineling.a2a.http.rate_limit import RATE_LIMIT_DOMAIN, RateLimitedError, parse_limits
 from quineling.a2a.long_poll import GenerationMismatchError
-from quineling.a2a.rate_limit import RATE_LIMIT_DOMAIN, RateLimitedError, parse_limits
 
 JSON = dict[str, Any]
 
@@ -191,7 +191,7 @@ def failures_of(
             "parameter does not count: a cross-site form can send it)",
             "Content-Type text/plain is not supported",
         ),
-        # The cross-site defences in front of every route (quineling/a2a/origin_guard.py).
+        # The cross-site defences in front of every route (quineling/a2a/http/origin_guard.py).
         Failure(
             403,
             InvalidRequestError,
@@ -245,7 +245,7 @@ def failures_of(
             ),
         ]
     limits = parse_limits(rate_limit)
-    if limits:  # every A2A operation is counted (quineling/a2a/rate_limit.py)
+    if limits:  # every A2A operation is counted (quineling/a2a/http/rate_limit.py)
         found.append(
             Failure(
                 429,

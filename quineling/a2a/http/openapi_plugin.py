@@ -1,11 +1,11 @@
 """The apispec plugin that completes each operation of the HTTP+JSON binding's OpenAPI document.
 
-flask-smorest generates each operation from its view in :mod:`quineling.a2a.rest`: the summary and
+flask-smorest generates each operation from its view in :mod:`quineling.a2a.http.rest`: the summary and
 description from the view's docstring, the operation id and tag from its ``@blp.doc``, the request and answer
 schemas (and the example request) from ``@blp.arguments`` and ``@blp.response``, and its own failures from
 ``@blp.doc(**answers(...))``. :class:`Documenter` adds what depends on the running agent or holds for every
 operation: the ``A2A-Version`` header, both JSON media types, the tenant and paging constraints, a curl
-example, the failures every operation shares (:mod:`quineling.a2a.error_answers`), and the tenant-route
+example, the failures every operation shares (:mod:`quineling.a2a.http.error_answers`), and the tenant-route
 variant of each operation. flask-smorest's own error schema and its 422, which this binding never sends, are
 dropped.
 """
@@ -22,9 +22,9 @@ from urllib.parse import urlencode
 
 from apispec import APISpec, BasePlugin
 
-from quineling.a2a.binding import A2AState
 from quineling.a2a.card import BEARER_SCHEME, supported_versions
-from quineling.a2a.error_answers import (
+from quineling.a2a.http.binding import A2AState
+from quineling.a2a.http.error_answers import (
     ANSWERS_KEY,
     EXAMPLE_TASK_ID,
     Answers,
@@ -32,7 +32,7 @@ from quineling.a2a.error_answers import (
     error_response,
     failures_of,
 )
-from quineling.a2a.openapi_schemas import (
+from quineling.a2a.http.openapi_schemas import (
     BODY_FIELDS,
     INT32_MAX,
     RESPONSE_FIELDS,

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 
 from flask import Flask, Response, request
 
-from quineling.a2a.authentication import authenticated_principal
 from quineling.a2a.endpoints import (
     CARD_PATH,
     HEALTH_PATH,
@@ -35,6 +34,7 @@ from quineling.a2a.endpoints import (
     REST_PREFIX,
     under,
 )
+from quineling.a2a.http.authentication import authenticated_principal
 from quineling.auth import Principal
 from quineling.observe import logs, metrics, notes
 

@@ -14,11 +14,26 @@ from webargs.flaskparser import FlaskParser
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 
-from quineling.a2a import body, json_text, outcomes, schemas
-from quineling.a2a.binding import call_context, check_version, is_json_media_type, requested_version, state
+from quineling.a2a import json_text, outcomes
 from quineling.a2a.context import CallContext
 from quineling.a2a.endpoints import REST_PREFIX
-from quineling.a2a.error_answers import (
+from quineling.a2a.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    InvalidRequestError,
+    as_a2a_error,
+    from_http_exception,
+)
+from quineling.a2a.http import body, schemas
+from quineling.a2a.http.binding import (
+    call_context,
+    check_version,
+    is_json_media_type,
+    requested_version,
+    state,
+)
+from quineling.a2a.http.error_answers import (
     BAD_LISTING,
     FOLLOW_UP_FAILURES,
     NO_EXTENDED_CARD,
@@ -29,18 +44,10 @@ from quineling.a2a.error_answers import (
     TASK_TOOLS,
     answers,
 )
-from quineling.a2a.errors import (
-    A2AError,
-    ContentTypeNotSupportedError,
-    InvalidParamsError,
-    InvalidRequestError,
-    as_a2a_error,
-    from_http_exception,
-)
-from quineling.a2a.sse import compact, sse_response
-from quineling.a2a.streams import held_stream
+from quineling.a2a.http.sse import compact, sse_response
+from quineling.a2a.http.streams import held_stream
 
-_BODY_KEY = "quineling.a2a.body"
+_BODY_KEY = "quineling.a2a.http.body"
 _RAW_KEY = "quineling.a2a.raw_body"
 
 
@@ -188,9 +195,9 @@ def _sse(events: Any) -> Response:
 
 # --- views ---------------------------------------------------------------------------------------------
 #
-# Each view documents its operation (quineling/a2a/openapi_plugin.py completes it): the docstring gives the
+# Each view documents its operation (quineling/a2a/http/openapi_plugin.py completes it): the docstring gives the
 # summary (first line) and description (the paragraphs after it), @blp.doc the operation id, tag and own
-# failures (quineling/a2a/error_answers.py), @blp.arguments the example request.
+# failures (quineling/a2a/http/error_answers.py), @blp.arguments the example request.
 
 EXAMPLE_THOUGHT = "[2,3,4] | square | sum | report total"
 
