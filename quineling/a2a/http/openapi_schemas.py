@@ -4,7 +4,7 @@ and one Server-Sent Event.
 
 flask-smorest sees the message and configuration as free-form objects (the service validates them, see
 quineling/a2a/wire.py and model.py). These schemas say what the service accepts, so a generated request that
-matches them is accepted and one that breaks them is refused (tests/a2a/test_schemathesis.py checks both).
+matches them is accepted and one that breaks them is refused (tests/a2a/http/test_schemathesis.py checks both).
 Field names are the camelCase ones; that the service also takes their snake_case spellings, and ``null`` for
 an absent optional field, the document's introduction says.
 """

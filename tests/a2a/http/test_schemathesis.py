@@ -7,7 +7,7 @@ CancelTask, SubscribeToTask), so those run on real tasks too.
 
 Bounded for CI (a fixed number of examples per operation, derandomized so a run is reproducible); set
 ``QUINELING_SCHEMATHESIS_EXAMPLES`` for a larger run, which then draws new random examples each time, e.g.
-``QUINELING_SCHEMATHESIS_EXAMPLES=1000 ./dev test tests/a2a/test_schemathesis.py``.
+``QUINELING_SCHEMATHESIS_EXAMPLES=1000 ./dev test tests/a2a/http/test_schemathesis.py``.
 """
 
 from __future__ import annotations
