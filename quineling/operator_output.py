@@ -11,6 +11,8 @@ import json
 import sys
 from typing import Any
 
+from quineling.cli_a2a import requested_output
+
 USAGE = "A2ACLI_ERR_USAGE"
 
 
@@ -55,12 +57,4 @@ class OperatorParser(argparse.ArgumentParser):
 
 def json_asked(words: list[str]) -> argparse.Namespace:
     """Before parsing succeeds: did the command line ask for ``-o json``? Decides how a usage error looks."""
-    fmt = "text"
-    for index, word in enumerate(words):
-        if word in ("-o", "--output") and index + 1 < len(words):
-            fmt = words[index + 1]
-        elif word.startswith("--output="):
-            fmt = word.split("=", 1)[1]
-        elif word.startswith("-o") and len(word) > 2:
-            fmt = word[2:]
-    return argparse.Namespace(output=fmt)
+    return argparse.Namespace(output=requested_output(words))

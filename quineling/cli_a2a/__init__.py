@@ -46,9 +46,10 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(f"quineling.cli_a2a.{module}"), name)
 
 
-def _json_wanted(argv: Sequence[str]) -> tuple[bool, bool]:
-    """Before parsing succeeds: does the caller read JSON (and JSONL)? Decides where an early error goes."""
-    fmt = os.environ.get("A2ACLI_OUTPUT", "text")
+def requested_output(argv: Sequence[str], default: str = "text") -> str:
+    """Before parsing succeeds: the output format the command line asks for (``-o``/``--output``), else
+    ``default``. Decides how an error found before parsing is shown (the operator commands ask it too)."""
+    fmt = default
     for index, word in enumerate(argv):
         if word in ("-o", "--output") and index + 1 < len(argv):
             fmt = argv[index + 1]
@@ -56,7 +57,12 @@ def _json_wanted(argv: Sequence[str]) -> tuple[bool, bool]:
             fmt = word.split("=", 1)[1]
         elif word.startswith("-o") and len(word) > 2:
             fmt = word[2:]
-    return fmt == "json", "--stream" in argv
+    return fmt
+
+
+def _json_wanted(argv: Sequence[str]) -> tuple[bool, bool]:
+    """Before parsing succeeds: does the caller read JSON (and JSONL)? Decides where an early error goes."""
+    return requested_output(argv, os.environ.get("A2ACLI_OUTPUT", "text")) == "json", "--stream" in argv
 
 
 def report(exc: CliError, out: Out) -> int:
