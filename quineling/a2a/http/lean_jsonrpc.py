@@ -131,7 +131,7 @@ class LeanJsonRpc:
             envelope = answer(accepted.method, self.state.service, accepted.params, ctx, accepted.rpc_id)
             payload = compact(envelope).encode("utf-8")
             headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
-            if echoed := activated(ctx.extensions, self.state.declared_extensions()):
+            if ctx.extensions and (echoed := activated(ctx.extensions, self.state.declared_extensions())):
                 headers.append(("A2A-Extensions", echoed))  # as binding.echo_extensions does
             if isinstance(verdict, Verdict):
                 headers += verdict.headers().items()
