@@ -119,12 +119,12 @@ def test_a_connection_is_held_for_one_call_only(monkeypatch: pytest.MonkeyPatch)
     conn = backend.connection
     lent = conn._calls
     backend.ping()
-    first = lent.idle[-1]
+    first = lent.free[-1]
     for _ in range(3):  # sequential calls from other threads: the same connection, given back each time
         other = threading.Thread(target=backend.ping)
         other.start()
         other.join()
-    assert lent.idle == [first]
+    assert lent.free == [first]
     held = [conn._take(lent, conn._shared), conn._take(lent, conn._shared)]  # both lent: a third call waits
     conn._wait = 0.05
     with pytest.raises(StoreUnavailable, match="2 Redis connections stayed busy"):
@@ -140,11 +140,10 @@ def test_a_connection_is_held_for_one_call_only(monkeypatch: pytest.MonkeyPatch)
     assert two.command("ping", repeatable=True)
     for client in waiting:
         two._give(two._blocking_calls, client)
-    assert len(lent.idle) == 2 and lent.gate.acquire(blocking=False)  # every permit came back
-    lent.gate.release()
+    assert len(lent.free) == 2 == lent.made  # every connection came back, and none more was made
     monkeypatch.setattr(redis_backend, "_fork_generation", redis_backend._fork_generation + 1)
     backend.ping()
-    assert first not in lent.idle  # a forked child never reuses its parent's connection
+    assert first not in lent.free  # a forked child never reuses its parent's connection
     backend.state_store().commit("s", ChangeSet(expect={("artifact", "a"): 0}, put={("artifact", "a"): {}}))
     assert backend.state_store().read("s", [("artifact", "a")])[("artifact", "a")].version == 1
     backend.close()
