@@ -33,7 +33,6 @@ import secrets
 import select
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any
@@ -50,6 +49,7 @@ from stores.errors import StoreError, StoreUnavailable
 from stores.observer import UNOBSERVED, StoreObserver
 from stores.redis import keys
 from stores.redis.cluster_url import cluster_auth, cluster_hosts
+from stores.redis.lending import Lent
 
 CLUSTER_SCHEMES = ("redis+cluster", "rediss+cluster")
 # How often the cluster client itself sends a call again after a connection error, a timeout or a cluster
@@ -246,40 +246,7 @@ def _repeat_helps(error: BaseException) -> bool:
 # Connections each pool lends at once when none are configured (QUINELING_STORE_CONNECTIONS and
 # QUINELING_BLOCKING_STORE_CONNECTIONS decide them in the server, quineling/settings.py).
 DEFAULT_CONNECTIONS = 64
-_BUSY_POLL_SECONDS = 0.001  # how often a call that found every connection lent looks again
 DEFAULT_BLOCKING_CONNECTIONS = 64
-
-
-class _Lent:
-    """One pool's connections as lent one call at a time: at most ``size`` of them exist, the free ones on a
-    stack (the most recently used first, so an idle one is reused while warm and the rest may time out).
-    Taking a free one and giving it back are one list operation each, atomic for threads and greenlets alike
-    (a semaphore's acquire and release cost 3.5 µs a call under gevent); only a call that finds none free and
-    none left to make waits, polling every millisecond — the pool is then saturated."""
-
-    __slots__ = ("free", "generation", "lock", "made", "size")
-
-    def __init__(self, size: int) -> None:
-        if size < 1:
-            raise ValueError(f"a Redis pool must lend at least one connection, got {size!r}")
-        self.size = size
-        self.free: list[Any] = []
-        self.made = 0
-        self.lock = threading.Lock()
-        self.generation = _fork_generation
-
-    def reserve(self) -> bool:
-        """Whether one more connection may be made (counted as made if so)."""
-        with self.lock:
-            if self.made >= self.size:
-                return False
-            self.made += 1
-            return True
-
-    def forget(self) -> None:
-        """One made connection is gone (it failed to connect, or went back to redis-py's pool)."""
-        with self.lock:
-            self.made -= 1
 
 
 class Connection:
@@ -320,8 +287,8 @@ class Connection:
         self._scripts: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._round_trips = 0
-        self._calls = _Lent(connections)
-        self._blocking_calls = self._calls if blocking is None else _Lent(blocking_connections)
+        self._calls = Lent(connections)
+        self._blocking_calls = self._calls if blocking is None else Lent(blocking_connections)
         self._wait = wait
         self._observer: Callable[[tuple[Any, ...]], None] | None = None
 
@@ -363,7 +330,7 @@ class Connection:
         for client in (self.shared, self.blocking):
             self._watched(client)
         for lent in (self._calls, self._blocking_calls):
-            lent.free, lent.made = [], 0  # clients made from now on are watched
+            lent.reset(_fork_generation)  # clients made from now on are watched
 
     def _watched(self, client: Any) -> Any:
         observer = self._observer
@@ -377,33 +344,13 @@ class Connection:
             client.execute_command = execute_command
         return client
 
-    def _take(self, lent: _Lent, shared: Any) -> Any:
+    def _take(self, lent: Lent, shared: Any) -> Any:
         """A client holding a connection of ``shared``'s pool for one call (give it back with :meth:`_give`); a
-        cluster's one client, counted against the gate."""
-        if lent.generation != _fork_generation:  # a forked child: its parent's connections are not its own
-            lent.free, lent.made, lent.lock, lent.generation = [], 0, threading.Lock(), _fork_generation
-        deadline = 0.0
-        while True:
-            try:
-                client = lent.free.pop()
-            except IndexError:
-                if lent.reserve():
-                    try:
-                        return self._new_client(shared)
-                    except BaseException:
-                        lent.forget()
-                        raise
-                now = time.monotonic()
-                deadline = deadline or now + self._wait
-                if now >= deadline:
-                    raise rex.MaxConnectionsError(
-                        f"all {lent.size} Redis connections stayed busy for {self._wait:g} s"
-                    ) from None
-                time.sleep(_BUSY_POLL_SECONDS)
-                continue
-            if not self.cluster:
-                self._drop_if_closed(client)
-            return client
+        cluster's one client, counted against the pool's size."""
+        client = lent.take(lambda: self._new_client(shared), self._wait, _fork_generation)
+        if not self.cluster:
+            self._drop_if_closed(client)
+        return client
 
     def _new_client(self, shared: Any) -> Any:
         if self.cluster:
@@ -413,8 +360,8 @@ class Connection:
         client.connection = pool.get_connection()  # connects (a failure is the call's)
         return self._watched(client)
 
-    def _give(self, lent: _Lent, client: Any) -> None:
-        lent.free.append(client)
+    def _give(self, lent: Lent, client: Any) -> None:
+        lent.give(client)
 
     @staticmethod
     def _drop_if_closed(client: Any) -> None:
