@@ -107,7 +107,12 @@ def create_app(
 
     credentials = authenticator(settings)  # None: anonymous (docs/security.md)
     provider = (settings.provider_organization, settings.provider_url) if settings.provider_url else None
-    card = build_card(settings.advertised_url, legacy_compat=settings.legacy_compat, provider=provider)
+    card = build_card(
+        settings.advertised_url,
+        legacy_compat=settings.legacy_compat,
+        provider=provider,
+        grpc_url=settings.grpc_advertised,
+    )
     if credentials is not None:
         declare_bearer(card, keys=credentials.keys_enabled, jwt=credentials.jwt_enabled)
     service = A2AService(
@@ -149,6 +154,8 @@ def create_app(
     )
     guard = OriginGuard.from_settings(settings)
     limiter = _install_pipeline(app, settings, guard, credentials, task_store, backend)
+    # The gRPC edge, when served beside this app (quineling/server/grpc_server.py), guards with these same two.
+    app.extensions[EXTENSION_NAME].extras.update(authenticator=credentials, rate_limiter=limiter)
     if settings.lean_jsonrpc:
         # In front of Flask, for the common JSON-RPC call; anything else goes on to Flask and _install_pipeline's hooks.
         lean = LeanJsonRpc(

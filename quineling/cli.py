@@ -30,17 +30,85 @@ def serve(args: argparse.Namespace) -> int:
     try:
         # Validate here, naming the bad variable, rather than inside a worker.
         settings = load_settings()
+        if (
+            settings.grpc_port
+            and settings.store_url.startswith("memory:")
+            and not os.environ.get("QUINELING_WORKER_CLASS")
+        ):
+            # gRPC shares the memory store's one process, inside a gthread worker (quineling.server.grpc_beside).
+            os.environ["QUINELING_WORKER_CLASS"] = "gthread"
+            settings = load_settings()
         options = gunicorn_options(settings)
+        if settings.grpc_port:
+            _check_grpc(settings)
     except ConfigError as exc:
         print(f"quineling: {exc}", file=sys.stderr)
         return 2
-    taken = port_taken(settings.a2a_host, settings.a2a_port)
-    if taken is not None:
-        print(f"quineling: {taken}; choose another with --port or QUINELING_A2A_PORT", file=sys.stderr)
-        return 2
+    for port, variable in (
+        (settings.a2a_port, "--port or QUINELING_A2A_PORT"),
+        (settings.grpc_port, "QUINELING_GRPC_PORT"),
+    ):
+        taken = port_taken(settings.a2a_host, port) if port else None
+        if taken is not None:
+            print(f"quineling: {taken}; choose another with {variable}", file=sys.stderr)
+            return 2
     ensure_or_exit(settings)  # enough open files for the bounds, or exit 3 saying so (docs/deployment.md)
     Server(options).run()
     return 0
+
+
+def _check_grpc(settings: Any) -> None:
+    """What the gRPC listener needs before anything starts: its package (the ``grpc`` extra), TLS or a
+    loopback host (or QUINELING_GRPC_ALLOW_PLAINTEXT), and readable certificate files."""
+    import importlib.util
+
+    from quineling.settings import ConfigError, check_grpc_exposure
+
+    if importlib.util.find_spec("grpc") is None or importlib.util.find_spec("a2a") is None:
+        raise ConfigError(
+            "QUINELING_GRPC_PORT needs the gRPC binding's packages: pip install 'quineling-a2a[grpc]'"
+        )
+    check_grpc_exposure(settings)
+    for name in ("grpc_tls_cert_file", "grpc_tls_key_file"):
+        path = getattr(settings, name)
+        if path and not os.access(path, os.R_OK):
+            raise ConfigError(f"QUINELING_{name.upper()} {path}: not a readable file")
+
+
+def serve_grpc(args: argparse.Namespace) -> int:
+    from quineling.server.options import check_exposure
+    from quineling.server.startup import port_taken
+    from quineling.settings import ConfigError, check_auth_files, load_settings
+
+    if args.port is not None:
+        os.environ["QUINELING_GRPC_PORT"] = str(args.port)
+    if args.host is not None:
+        os.environ["QUINELING_A2A_HOST"] = args.host
+    try:
+        settings = load_settings()
+        if not settings.grpc_port:
+            raise ConfigError("quineling serve-grpc needs a port: --port or QUINELING_GRPC_PORT")
+        if settings.store_url.startswith("memory:"):
+            raise ConfigError(
+                "quineling serve-grpc needs a shared store: memory:// is one process's memory, so a gRPC "
+                "server of its own would serve tasks no HTTP worker sees. Set QUINELING_STORE_URL=redis://…, "
+                "or run 'quineling serve' with QUINELING_GRPC_PORT, which serves gRPC and HTTP in one process"
+            )
+        check_exposure(settings)
+        check_auth_files(settings)
+        _check_grpc(settings)
+    except ConfigError as exc:
+        print(f"quineling: {exc}", file=sys.stderr)
+        return 2
+    taken = port_taken(settings.a2a_host, settings.grpc_port)
+    if taken is not None:
+        print(f"quineling: {taken}; choose another with --port or QUINELING_GRPC_PORT", file=sys.stderr)
+        return 2
+    from quineling.observe import logs
+    from quineling.server.grpc_server import serve_forever
+
+    logs.configure(settings.log_format, settings.log_level, flush_seconds=settings.log_flush_seconds)
+    return serve_forever(settings)
 
 
 # Kept in step with quineling.store_admin.PRINCIPAL_HELP (tests/test_store_commands.py checks it); not
@@ -177,7 +245,7 @@ def keys_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-OPERATOR_COMMANDS = ("serve", "store", "keys")
+OPERATOR_COMMANDS = ("serve", "serve-grpc", "store", "keys")
 
 SERVE_SETTINGS = """settings (environment):
   QUINELING_A2A_HOST, QUINELING_A2A_PORT   where to listen (127.0.0.1:8049); a public host needs authentication
@@ -188,6 +256,7 @@ SERVE_SETTINGS = """settings (environment):
   QUINELING_TENANTS                        tenants served besides the default one ('*' for any)
   QUINELING_RATE_LIMIT                     requests per caller, e.g. 100/minute
   QUINELING_LOG_FORMAT                     json, text or auto
+  QUINELING_GRPC_PORT                      serve the gRPC binding too (TLS: QUINELING_GRPC_TLS_CERT_FILE/KEY_FILE)
 every setting and its default: README.md, "Configuration"; several hosts: docs/deployment.md, "Settings"
 """
 
@@ -215,6 +284,18 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_A2A_PORT")
     serve_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
     serve_cmd.set_defaults(handler=serve)
+    grpc_cmd = commands.add_parser(
+        "serve-grpc",
+        help="serve A2A's gRPC binding alone (a shared store)",
+        description="Serve the gRPC binding (lf.a2a.v1.A2AService) as a process of its own, on the shared "
+        "store the HTTP servers use (QUINELING_STORE_URL=redis://…; memory:// is refused: run 'quineling "
+        "serve' with QUINELING_GRPC_PORT instead). Settings as for serve; TLS from "
+        "QUINELING_GRPC_TLS_CERT_FILE and QUINELING_GRPC_TLS_KEY_FILE. Exit 2 when a setting is refused or "
+        "the port is in use.",
+    )
+    grpc_cmd.add_argument("--port", type=int, default=None, help="overrides QUINELING_GRPC_PORT")
+    grpc_cmd.add_argument("--host", default=None, help="overrides QUINELING_A2A_HOST")
+    grpc_cmd.set_defaults(handler=serve_grpc)
     _add_store_commands(commands)
     keys_cmd = commands.add_parser("keys", help="manage API keys (QUINELING_AUTH_KEYS_FILE)")
     keys_sub = keys_cmd.add_subparsers(dest="keys_command", required=True)

@@ -112,6 +112,31 @@ class Settings:
     # The card's ``provider`` (who runs this agent): both or neither, since A2A 1.0 requires both fields.
     provider_organization: str = ""
     provider_url: str = ""
+    # The gRPC binding (docs/deployment.md, "gRPC"): its port on QUINELING_A2A_HOST (0: not served), the
+    # ``host:port`` the card advertises for it (default: the advertised URL's host and this port), its
+    # certificate and key (PEM files; without them plaintext, which is served on a loopback host only unless
+    # grpc_allow_plaintext says otherwise), and the threads of its server (each open stream holds one).
+    grpc_port: int = 0
+    grpc_url: str = ""
+    grpc_tls_cert_file: str = ""
+    grpc_tls_key_file: str = ""
+    grpc_allow_plaintext: bool = False
+    grpc_threads: int = 32
+
+    @property
+    def grpc_advertised(self) -> str:
+        """The card's GRPC interface URL (``host:port``), or "" when no gRPC listener is configured."""
+        if self.grpc_url:
+            return self.grpc_url
+        if not self.grpc_port:
+            return ""
+        host = urlsplit(self.advertised_url).hostname or self.a2a_host
+        return f"[{host}]:{self.grpc_port}" if ":" in host else f"{host}:{self.grpc_port}"
+
+    @property
+    def grpc_stream_limit(self) -> int:
+        """Streams the gRPC server holds at once: each holds a thread, so half of them, the rest for calls."""
+        return max(1, self.grpc_threads // 2)
 
     @property
     def stream_limit(self) -> int:
@@ -185,7 +210,7 @@ _POSITIVE = {
     "max_artifacts", "max_records", "workers", "threads", "subscribe_max_seconds", "keepalive_seconds",
     "redis_connect_timeout_seconds", "redis_timeout_seconds", "worker_connections",
     "max_scopes", "scope_idle_seconds", "idempotency_ttl_seconds", "idempotency_max_keys",
-    "store_connections", "body_timeout_seconds",
+    "store_connections", "body_timeout_seconds", "grpc_threads",
 }  # fmt: skip
 MAX_LONG_POLL_SECONDS = 30.0
 MAX_LOG_FLUSH_SECONDS = 60.0
@@ -308,6 +333,7 @@ def _validate(settings: Settings) -> None:
     _validate_rate_limits(settings)
     _validate_workers(settings)
     _validate_auth(settings)
+    _validate_grpc(settings)
 
 
 # --- TLS to Redis (QUINELING_REDIS_CA_FILE; quineling/app.py store_tls_options) ----------------------------
@@ -478,6 +504,44 @@ def _validate_auth(settings: Settings) -> None:
             f"QUINELING_AUTH_JWT_LEEWAY_SECONDS must be 0..{MAX_JWT_LEEWAY_SECONDS:.0f} "
             f"(got {settings.auth_jwt_leeway_seconds})"
         )
+
+
+# --- the gRPC binding (QUINELING_GRPC_*; quineling/server/grpc_server.py) ---------------------------------------
+
+
+def _validate_grpc(settings: Settings) -> None:
+    if not 0 <= settings.grpc_port < 65536:
+        raise ConfigError(f"QUINELING_GRPC_PORT must be 0 (off) or 1..65535 (got {settings.grpc_port})")
+    if settings.grpc_port and settings.grpc_port == settings.a2a_port:
+        raise ConfigError(f"QUINELING_GRPC_PORT must differ from QUINELING_A2A_PORT ({settings.a2a_port})")
+    if settings.grpc_url:
+        parts = urlsplit("//" + settings.grpc_url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if not parts.hostname or port is None or parts.path or "://" in settings.grpc_url:
+            raise ConfigError(
+                f"QUINELING_GRPC_URL must be host:port as clients dial it, e.g. a2a.example.com:8050 "
+                f"(got {settings.grpc_url!r})"
+            )
+    if bool(settings.grpc_tls_cert_file) != bool(settings.grpc_tls_key_file):
+        raise ConfigError(
+            "QUINELING_GRPC_TLS_CERT_FILE and QUINELING_GRPC_TLS_KEY_FILE are set together or not at all"
+        )
+    if settings.grpc_stream_limit >= settings.grpc_threads:
+        raise ConfigError(f"QUINELING_GRPC_THREADS must be at least 2 (got {settings.grpc_threads})")
+
+
+def check_grpc_exposure(settings: Settings) -> None:
+    """Refuse plaintext gRPC on a non-loopback host unless QUINELING_GRPC_ALLOW_PLAINTEXT (a proxy in front
+    terminating TLS, say): bearer tokens would cross the network in the clear."""
+    if settings.grpc_tls_cert_file or settings.grpc_allow_plaintext or is_loopback(settings.a2a_host):
+        return
+    raise ConfigError(
+        f"refusing to serve gRPC on {settings.a2a_host} in plaintext: set QUINELING_GRPC_TLS_CERT_FILE and "
+        "QUINELING_GRPC_TLS_KEY_FILE, or QUINELING_GRPC_ALLOW_PLAINTEXT=1 when a proxy in front terminates TLS"
+    )
 
 
 def check_auth_files(settings: Settings) -> None:

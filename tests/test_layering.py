@@ -39,6 +39,8 @@ RULES = {
     # process layer's (quineling.server.metrics_dir, quineling.server.gunicorn_log).
     # The JSON-RPC core both adapters (the Flask view, the lean WSGI path) stand on: no web framework of its own.
     "quineling/a2a/rpc.py": ("flask", "werkzeug", "flask_smorest", "marshmallow"),
+    # The gRPC edge: no web framework, nothing of the HTTP edge (what both need is below them, once).
+    "quineling/a2a/grpc": ("flask", "werkzeug", "flask_smorest", "marshmallow", "quineling.a2a.http"),
     "quineling/observe": ("flask", "werkzeug", "flask_smorest", "marshmallow", "redis", "stores.memory",
                           "stores.redis", "quineling.a2a", "quineling.app", "quineling.settings", "quineling.server",
                           "gunicorn", "gevent"),
@@ -72,6 +74,12 @@ IMPORTED_ONLY_BY = {
     "quineling.server": ("quineling.server", "quineling.cli"),
     "gunicorn": ("quineling.server",),
     "gevent": ("quineling.server", "quineling.worker_state"),
+    # grpcio and the generated code: the gRPC edge and the process that serves it, nothing else (the grpc
+    # extra is optional for everything else).
+    "grpc": ("quineling.a2a.grpc", "quineling.server.grpc_server"),
+    "grpc_status": ("quineling.a2a.grpc",),
+    "grpc_health": ("quineling.server.grpc_server",),
+    "a2a": ("quineling.a2a.grpc", "quineling.server.grpc_server"),
 }
 
 # Layer of each module by its longest matching name prefix; an import may only point to the same or a lower

@@ -101,15 +101,23 @@ _SKILLS = [
 
 
 def build_card(
-    base_url: str, *, legacy_compat: bool, provider: tuple[str, str] | None = None
+    base_url: str,
+    *,
+    legacy_compat: bool,
+    provider: tuple[str, str] | None = None,
+    grpc_url: str = "",
 ) -> dict[str, Any]:
     """The pure 1.0 card. The 1.0 interfaces come first: simple clients take the first entry per binding.
-    ``provider``: (organization, URL) of who runs the agent, from the settings; absent when not set."""
+    ``provider``: (organization, URL) of who runs the agent, from the settings; absent when not set.
+    ``grpc_url``: the gRPC listener's ``host:port`` when one is configured (QUINELING_GRPC_PORT or
+    QUINELING_GRPC_URL); without it the card lists no GRPC interface."""
     base = base_url.rstrip("/")
     interfaces = [
         {"url": base + JSONRPC_PATH, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": base + REST_PREFIX, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
+    if grpc_url:
+        interfaces.append({"url": grpc_url, "protocolBinding": "GRPC", "protocolVersion": "1.0"})
     if legacy_compat:
         interfaces.append(
             {"url": base + JSONRPC_PATH, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
+from quineling.a2a.errors import InvalidParamsError
+from quineling.auth import Principal
 from quineling.runtime.runtime import DEFAULT_SCOPE
 from stores.base import GROUP_SEPARATOR
 
@@ -59,3 +62,52 @@ class CallContext:
         partition is :attr:`partition` (``stores.base.task_partition``), so the runtime's state and the tasks
         commit together."""
         return f"{self.partition}/{self.user}"
+
+
+def _never() -> bool:
+    return False
+
+
+def call_context(
+    tenant: Any,
+    version: str,
+    principal: Principal | None,
+    served: frozenset[str] | None,
+    *,
+    extensions: tuple[str, ...] = (),
+    should_stop: Callable[[], bool] = _never,
+    last_event_id: str | None = None,
+    idempotency_key: str | None = None,
+) -> CallContext:
+    """A call's context from what every binding reads off its request (headers on HTTP, metadata on gRPC):
+    the tenant checked against the ``served`` ones (``None``: any), the principal as the stores know it."""
+    if tenant is not None and not isinstance(tenant, str):
+        raise InvalidParamsError("tenant must be a string")
+    if tenant and served is not None and tenant not in served:
+        # Clients copy the tenant from an advertised interface; an unknown one would also open a fresh task
+        # budget per name, since capacity is per tenant.
+        raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
+    who = {} if principal is None else {"principal": principal.scope_id, "user": principal.scope_id}
+    return CallContext(
+        tenant=tenant or "",
+        requested_version=version,
+        extensions=extensions,
+        should_stop=should_stop,
+        last_event_id=last_event_id,
+        idempotency_key=idempotency_key,
+        **who,
+    )
+
+
+def split_extensions(value: str | None) -> tuple[str, ...]:
+    """The URIs of an ``A2A-Extensions`` header or metadata value (comma-separated)."""
+    if not value:
+        return ()
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def activated(requested: tuple[str, ...], declared: frozenset[str]) -> str | None:
+    """The ``A2A-Extensions`` answer: the requested extensions the card declares (this server honours each of
+    those whenever it applies), in the order asked; ``None`` when there are none."""
+    seen = dict.fromkeys(uri for uri in requested if uri in declared)
+    return ", ".join(seen) or None

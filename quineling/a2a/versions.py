@@ -5,6 +5,8 @@ An absent or empty version means ``0.3``: clients that predate the header speak 
 
 from __future__ import annotations
 
+from quineling.a2a.errors import VersionNotSupportedError
+
 LEGACY_DEFAULT = "0.3"
 
 
@@ -36,3 +38,14 @@ def speaks_v03(value: str | None) -> bool:
     """Whether an interface of this ``protocolVersion`` serves v0.3 clients: empty, or in [0.3, 1.0)."""
     numbers = version_numbers(value)
     return numbers is not None and (0, 3) <= numbers < (1, 0)
+
+
+def check_supported(binding: str, version: str, supported: frozenset[str]) -> None:
+    """Refuse a ``version`` the ``binding`` does not serve, naming the versions it does and the header to send."""
+    if version not in supported:
+        newest = max(supported, key=lambda v: [int(n) for n in v.split(".")], default="1.0")
+        raise VersionNotSupportedError(
+            f"A2A-Version {version} is not supported by the {binding} binding "
+            f"(supported: {', '.join(sorted(supported))}); send the header 'A2A-Version: {newest}'",
+            metadata={"requestedVersion": version},
+        )

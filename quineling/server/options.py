@@ -11,6 +11,7 @@ import importlib.util
 from typing import Any
 
 from quineling.network import is_loopback
+from quineling.server import grpc_beside
 from quineling.server.hooks import _watch_worker, remember_request, take_turn
 from quineling.server.metrics_dir import MetricsDirectory, hooks
 from quineling.server.startup import when_ready_hook
@@ -61,6 +62,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
             f"QUINELING_WORKERS={settings.workers} needs a shared store, but memory:// is per process. "
             "Use Redis (QUINELING_STORE_URL=redis://host:6379/0) or set QUINELING_WORKERS=1."
         )
+    grpc_beside.check(settings)
     if settings.worker_class == "gevent" and importlib.util.find_spec("gevent") is None:
         raise ConfigError("QUINELING_WORKER_CLASS=gevent needs the gevent package (or choose gthread)")
     options: dict[str, Any] = {
@@ -103,6 +105,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
     }
     if settings.worker_class == "gthread":
         options["threads"] = settings.threads
+    options.update(grpc_beside.hooks(settings, options))  # the gRPC listener, when QUINELING_GRPC_PORT is set
     return options
 
 

@@ -14,8 +14,7 @@ the JWT expires, the stream ends, and subscribing again answers 401.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from flask import Flask, Response, request
@@ -24,6 +23,9 @@ from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX, under
 from quineling.a2a.errors import ERROR_DOMAIN, ERROR_INFO_TYPE
 from quineling.a2a.http.sse import compact
 from quineling.auth import AuthenticationFailed, AuthenticationUnavailable, Authenticator, Principal
+from quineling.auth.recheck import STREAM_RECHECK_SECONDS, rechecked, still_valid
+
+__all__ = ["STREAM_RECHECK_SECONDS", "authenticated_principal", "install", "rechecked", "unauthenticated"]
 from quineling.observe import notes
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,6 @@ REALM = "quineling"
 JSONRPC_UNAUTHENTICATED = -32000
 UNAUTHENTICATED_MESSAGE = "Authentication required: send 'Authorization: Bearer <token>' with a valid token"
 UNAVAILABLE_MESSAGE = "Credentials cannot be checked right now; retry later"
-STREAM_RECHECK_SECONDS = 1.0
 
 
 def authenticated_principal() -> Principal | None:
@@ -79,43 +80,11 @@ def install(
         if principal is not None and response.mimetype == "text/event-stream" and response.is_streamed:
             header = request.headers.get("Authorization")
             response.response = rechecked(
-                response.response, lambda: _still(authenticator, header, principal), STREAM_RECHECK_SECONDS
+                response.response,
+                lambda: still_valid(authenticator, header, principal),
+                STREAM_RECHECK_SECONDS,
             )
         return response
-
-
-def _still(authenticator: Authenticator, header: str | None, principal: Principal) -> bool:
-    try:
-        return authenticator.authenticate(header) == principal
-    except AuthenticationFailed:
-        return False
-    except AuthenticationUnavailable:
-        return True  # the keys cannot be fetched now: no reason to think the token went bad
-
-
-def rechecked(
-    chunks: Iterable[Any],
-    still_valid: Callable[[], bool],
-    interval: float,
-    clock: Callable[[], float] = time.monotonic,
-) -> Iterator[Any]:
-    """``chunks`` for as long as ``still_valid()`` holds, asked before a chunk at most every ``interval``
-    seconds; closing this closes ``chunks`` (which unsubscribes)."""
-    iterator = iter(chunks)
-    checked = clock()
-    try:
-        for chunk in iterator:
-            now = clock()
-            if now - checked >= interval:
-                checked = now
-                if not still_valid():
-                    log.info("stream ended: its credential is no longer valid")
-                    return
-            yield chunk
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
 
 
 def challenge(token_sent: bool) -> str:

@@ -10,13 +10,13 @@ from flask import Response, current_app, request
 
 from quineling.a2a.card import supported_versions
 from quineling.a2a.compat_v03 import V03Compat
-from quineling.a2a.context import CallContext
+from quineling.a2a.context import CallContext, activated, split_extensions
+from quineling.a2a.context import call_context as call_context_of
 from quineling.a2a.endpoints import JSONRPC_PATH, REST_PREFIX, under
-from quineling.a2a.errors import InvalidParamsError, VersionNotSupportedError
 from quineling.a2a.http.authentication import authenticated_principal
 from quineling.a2a.http.streams import StreamSlots, stop_probe
 from quineling.a2a.service import A2AService
-from quineling.a2a.versions import normalize_version
+from quineling.a2a.versions import check_supported, normalize_version
 from quineling.auth import Principal
 from quineling.settings import Settings
 
@@ -86,14 +86,7 @@ def requested_version() -> str:
 
 
 def check_version(binding: str, version: str) -> None:
-    supported = state().supported_versions(binding)
-    if version not in supported:
-        newest = max(supported, key=lambda v: [int(n) for n in v.split(".")], default="1.0")
-        raise VersionNotSupportedError(
-            f"A2A-Version {version} is not supported by the {binding} binding "
-            f"(supported: {', '.join(sorted(supported))}); send the header 'A2A-Version: {newest}'",
-            metadata={"requestedVersion": version},
-        )
+    check_supported(binding, version, state().supported_versions(binding))
 
 
 def call_context(tenant: Any, version: str, legacy: bool = False) -> CallContext:
@@ -118,29 +111,16 @@ def make_call_context(
 ) -> CallContext:
     """The call context of a request, from its WSGI environ (headers as ``HTTP_*`` keys): shared by the Flask
     bindings and the lean JSON-RPC path (quineling/a2a/http/lean_jsonrpc.py)."""
-    if tenant is not None and not isinstance(tenant, str):
-        raise InvalidParamsError("tenant must be a string")
-    if tenant and served is not None and tenant not in served:
-        # Clients copy the tenant from an advertised interface; an unknown one would also open a fresh task
-        # budget per name, since capacity is per tenant.
-        raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
-    who = {} if principal is None else {"principal": principal.scope_id, "user": principal.scope_id}
-    return CallContext(
-        tenant=tenant or "",
-        requested_version=version,
+    return call_context_of(
+        tenant,
+        version,
+        principal,
+        served,
         extensions=_extensions(environ, extension_headers),
         should_stop=stop_probe(environ),
         last_event_id=environ.get("HTTP_LAST_EVENT_ID"),
         idempotency_key=environ.get("HTTP_IDEMPOTENCY_KEY"),
-        **who,
     )
-
-
-def activated(requested: tuple[str, ...], declared: frozenset[str]) -> str | None:
-    """The ``A2A-Extensions`` answer header: the requested extensions the card declares (this server honours
-    each of those whenever it applies), in the order asked; ``None`` when there are none."""
-    seen = dict.fromkeys(uri for uri in requested if uri in declared)
-    return ", ".join(seen) or None
 
 
 def echo_extensions(response: Response) -> Response:
@@ -165,5 +145,5 @@ def _extensions(environ: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str,
     for key in keys:
         value = environ.get(key)
         if value:
-            return tuple(item.strip() for item in value.split(",") if item.strip())
+            return split_extensions(value)
     return ()

@@ -25,12 +25,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from quineling.a2a.client_address import Network
+from quineling.a2a.context import activated
 from quineling.a2a.endpoints import JSONRPC_PATH
 from quineling.a2a.errors import A2AError
 from quineling.a2a.http import body as request_body
 from quineling.a2a.http import observation
-from quineling.a2a.http.binding import A2AState, activated, is_json_media_type, make_call_context
-from quineling.a2a.http.client_address import Network
+from quineling.a2a.http.binding import A2AState, is_json_media_type, make_call_context
 from quineling.a2a.http.origin_guard import OriginGuard
 from quineling.a2a.http.rate_limit import VERDICT_KEY, RateLimiter, Verdict, identity_of
 from quineling.a2a.http.sse import compact

@@ -17,8 +17,6 @@ by no binding (a 404 or 405 outside them, JSON without an A2A reason; a refusal 
 
 from __future__ import annotations
 
-import logging
-import os
 import re
 import time
 from collections.abc import Mapping
@@ -35,13 +33,13 @@ from quineling.a2a.endpoints import (
     under,
 )
 from quineling.a2a.http.authentication import authenticated_principal
-from quineling.auth import Principal
-from quineling.observe import logs, metrics, notes
+from quineling.a2a.request_log import record, request_id
+from quineling.observe import notes
 
-log = logging.getLogger("quineling.request")
+__all__ = ["REQUEST_ID_HEADER", "REST_METHODS", "install", "record", "request_id"]
+
 
 REQUEST_ID_HEADER = "X-Request-ID"
-_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _STARTED = "quineling.started"
 
 # The HTTP+JSON views (flask endpoint names without smorest's numeric suffix) and HTTP methods, as A2A methods.
@@ -60,14 +58,6 @@ REST_METHODS: Mapping[tuple[str, str], str] = {
     ("ExtendedAgentCard", "GET"): "GetExtendedAgentCard",
 }
 _SUFFIX = re.compile(r"_[0-9]+$")
-A2A_BINDINGS = frozenset({"jsonrpc", "v03", "rest"})  # what the rate limit guards
-
-
-def request_id(header: str | None) -> str:
-    """The caller's id when it is sane, else a fresh one (32 hex digits)."""
-    if header and _SANE_REQUEST_ID.fullmatch(header):
-        return header
-    return os.urandom(16).hex()  # what uuid4 draws, without building a UUID (a few microseconds less)
 
 
 def _where(path: str, http_method: str, endpoint: str | None) -> tuple[str, str]:
@@ -84,40 +74,6 @@ def _where(path: str, http_method: str, endpoint: str | None) -> tuple[str, str]
     if path == METRICS_PATH:
         return "metrics", "scrape"
     return "other", notes.NO_METHOD
-
-
-def record(
-    current: notes.RequestNotes,
-    *,
-    status: int,
-    seconds: float,
-    client: str | None,
-    principal: Principal | None,
-    http_method: str,
-    path: str,
-) -> None:
-    """Count, time and log one answered request (the Flask hook's and the lean JSON-RPC path's one place)."""
-    outcome = current.outcome or ("ok" if status < 400 else f"HTTP_{status}")
-    metrics.record_request(current.binding, current.method, outcome, seconds)
-    if status == 429 and current.binding in A2A_BINDINGS:
-        metrics.record_rate_limited(current.binding)
-    quiet = current.binding in ("health", "metrics") and status < 400
-    fields = {
-        "request_id": current.request_id,
-        "client": client,
-        "principal": None if principal is None else principal.scope_id,
-        "binding": current.binding,
-        "method": current.method,
-        "outcome": outcome,
-        "status": status,
-        "task_id": current.task_id,
-        "operation": current.operation,
-        "http_method": http_method,
-        "path": path,
-        "duration_seconds": round(seconds, 6),
-    }
-    extra = {key: value for key, value in fields.items() if value is not None}
-    logs.log_fields(log, logging.DEBUG if quiet else logging.INFO, "request", extra)
 
 
 def install(app: Flask) -> None:

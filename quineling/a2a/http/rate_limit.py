@@ -2,7 +2,7 @@
 of every host enforces one budget (docs/deployment.md, "Rate limits").
 
 One request hook, after authentication: the caller is its principal, or its client address when anonymous
-(:mod:`quineling.a2a.http.client_address`); every request counts once in each limit's window, a stream once when
+(:mod:`quineling.a2a.client_address`); every request counts once in each limit's window, a stream once when
 it opens. Over any limit the request is answered HTTP 429 with ``Retry-After`` and an error in the binding's
 shape before its body is read; every counted response carries the ``RateLimit-*`` fields of
 draft-ietf-httpapi-ratelimit-headers-06. The agent card, ``/healthz``, ``/readyz`` and ``/metrics`` are not
@@ -13,123 +13,49 @@ unlimited pass.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import limits
 from flask import Flask, Response, request
 
+from quineling.a2a.client_address import Network
 from quineling.a2a.endpoints import JSONRPC_PATH, under
 from quineling.a2a.errors import A2AError, UnavailableError, store_failure
 from quineling.a2a.http.authentication import authenticated_principal
 from quineling.a2a.http.binding import requested_version, state
-from quineling.a2a.http.client_address import Network, client_address, client_key
 from quineling.a2a.http.sse import compact
+from quineling.a2a.rate_limits import (
+    JSONRPC_RATE_LIMITED,
+    RATE_LIMIT_DOMAIN,
+    Limit,
+    RateLimitedError,
+    RateLimiter,
+    Verdict,
+    caller_budget,
+    parse_limits,
+)
 from quineling.auth import Principal
 from quineling.observe import notes
 from stores.errors import StoreError
-from stores.rate_counters import RateCounter, Window, WindowCount
+
+# What the bindings' other modules and the app read from here; the limiter itself has no transport.
+__all__ = [
+    "JSONRPC_RATE_LIMITED",
+    "RATE_LIMIT_DOMAIN",
+    "VERDICT_KEY",
+    "Limit",
+    "RateLimitedError",
+    "RateLimiter",
+    "Verdict",
+    "caller_identity",
+    "identity_of",
+    "install",
+    "parse_limits",
+]
 
 log = logging.getLogger(__name__)
 
 VERDICT_KEY = "quineling.rate_limit"  # the request's verdict, in its WSGI environ, for the response hook
-# The one code of JSON-RPC's implementation-defined server-error range (-32000..-32099) that A2A does not
-# reserve (it takes -32001..-32099); shared with the 401, told apart by the HTTP status and ErrorInfo reason.
-JSONRPC_RATE_LIMITED = -32000
-RATE_LIMIT_DOMAIN = "quineling"  # the ErrorInfo domain of a refusal: the protocol defines no such reason
-
-
-class RateLimitedError(A2AError):
-    """Over a rate limit: HTTP 429, ``RESOURCE_EXHAUSTED``, reason ``RATE_LIMIT_EXCEEDED`` (this server's
-    domain: the protocol defines no such reason), ``metadata`` saying when to retry. JSON-RPC always carries
-    the ErrorInfo in ``data``, so a client can tell "slow down" from other -32000 errors."""
-
-    code, http_status, status, reason = JSONRPC_RATE_LIMITED, 429, "RESOURCE_EXHAUSTED", "RATE_LIMIT_EXCEEDED"
-    default_message = "Rate limit exceeded"
-
-    def __init__(self, limit: str, retry_after: int) -> None:
-        self.retry_after = retry_after
-        super().__init__(
-            f"Rate limit exceeded ({limit}); retry after {retry_after} seconds",
-            metadata={"retryable": "true", "retryAfterSeconds": str(retry_after), "limit": limit},
-        )
-
-    def error_info(self) -> dict[str, Any]:
-        return {**super().error_info(), "domain": RATE_LIMIT_DOMAIN}
-
-    def to_jsonrpc(self) -> dict[str, Any]:
-        return {**super().to_jsonrpc(), "data": [self.error_info()]}
-
-
-@dataclass(frozen=True, slots=True)
-class Limit:
-    amount: int
-    seconds: int
-    text: str  # as configured, normalised: "20 per 1 second"
-
-    @property
-    def window(self) -> Window:
-        return Window(f"{self.amount}-{self.seconds}s", self.seconds)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    allowed: bool
-    limit: Limit  # the limit closest to exhaustion (when refused: the exceeded one that resets last)
-    remaining: int
-    reset_seconds: int
-    policy: str  # every limit, as the RateLimit-Policy field lists them
-    first_refusal: bool = False  # the first request its window refuses (logged, once per window)
-
-    def headers(self) -> dict[str, str]:
-        return {
-            "RateLimit-Limit": str(self.limit.amount),
-            "RateLimit-Remaining": str(self.remaining),
-            "RateLimit-Reset": str(self.reset_seconds),
-            "RateLimit-Policy": self.policy,
-        }
-
-
-def parse_limits(text: str) -> tuple[Limit, ...]:
-    """``QUINELING_RATE_LIMIT`` (validated by quineling.settings) as limits, duplicates dropped."""
-    found: dict[tuple[int, int], Limit] = {}
-    for item in limits.parse_many(text) if text.strip() else []:
-        found.setdefault((item.amount, item.get_expiry()), Limit(item.amount, item.get_expiry(), str(item)))
-    return tuple(found.values())
-
-
-class RateLimiter:
-    """The configured limits over the store's counters."""
-
-    def __init__(self, configured: Sequence[Limit], counter: RateCounter) -> None:
-        if not configured:
-            raise ValueError("a rate limiter needs at least one limit")
-        self.limits = tuple(configured)
-        self._counter = counter
-        self._windows = [limit.window for limit in self.limits]
-        self._policy = ", ".join(f"{limit.amount};w={limit.seconds}" for limit in self.limits)
-
-    def check(self, identity: str) -> Verdict:
-        """Count one request of ``identity`` and judge it; :class:`StoreError` when the store cannot count."""
-        counts = self._counter.hit(identity, self._windows)
-        return self._verdict(list(zip(self.limits, counts, strict=True)))
-
-    def _verdict(self, counted: list[tuple[Limit, WindowCount]]) -> Verdict:
-        over = [(limit, count) for limit, count in counted if count.count > limit.amount]
-        if over:
-            first = any(counted_.count == exceeded.amount + 1 for exceeded, counted_ in over)
-            limit, count = max(over, key=lambda pair: pair[1].reset_seconds)
-            return Verdict(False, limit, 0, _whole_seconds(count.reset_seconds), self._policy, first)
-        limit, count = min(counted, key=lambda pair: (pair[0].amount - pair[1].count, -pair[1].reset_seconds))
-        return Verdict(
-            True, limit, limit.amount - count.count, _whole_seconds(count.reset_seconds), self._policy
-        )
-
-
-def _whole_seconds(seconds: float) -> int:
-    return max(1, math.ceil(seconds))
 
 
 def install(
@@ -185,13 +111,10 @@ def identity_of(
     environ: Mapping[str, Any], principal: Principal | None, trusted_proxies: Sequence[Network]
 ) -> str:
     """:func:`caller_identity` from a WSGI environ (the lean JSON-RPC path has no Flask request)."""
-    if principal is not None:
-        return "p:" + principal.scope_id
-    peer = environ.get("REMOTE_ADDR", "")
     # The server joins repeated X-Forwarded-For headers into one value, as werkzeug then reads it.
-    forwarded = environ.get("HTTP_X_FORWARDED_FOR")
-    hops = [forwarded] if trusted_proxies and forwarded is not None else []
-    return "a:" + client_key(client_address(peer, hops, trusted_proxies))
+    return caller_budget(
+        principal, environ.get("REMOTE_ADDR", ""), environ.get("HTTP_X_FORWARDED_FOR"), trusted_proxies
+    )
 
 
 def _refusal(error: A2AError, status: int) -> Response:

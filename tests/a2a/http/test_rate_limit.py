@@ -13,7 +13,7 @@ from typing import Any
 import limits
 import pytest
 
-from quineling.a2a.http.client_address import client_address, client_key
+from quineling.a2a.client_address import client_address, client_key
 from quineling.a2a.http.rate_limit import parse_limits
 from quineling.app import create_app
 from quineling.settings import ConfigError, load_settings, rate_limit_items, trusted_networks
