@@ -1,22 +1,26 @@
 """The official Python SDK (a2a-sdk, extra ``interop`` in pyproject.toml) against a real server, unmodified.
 
-Requests are built with the SDK's protobuf types and sent with its ClientFactory clients over JSON-RPC and
-HTTP+JSON (blocking and streaming), plus its v0.3 compat JSON-RPC transport.
+Requests are built with the SDK's protobuf types and sent with its ClientFactory clients over JSON-RPC,
+HTTP+JSON and gRPC (blocking and streaming), plus its v0.3 compat JSON-RPC transport. The server serves gRPC
+beside HTTP (QUINELING_GRPC_PORT): inside its one gthread worker on memory://, as a sibling process on the
+cluster (docs/decisions/0029-grpc-binding.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
 
+from tests.conftest import ON_CLUSTER, cluster_url
 from tests.interop.conftest import sdk_unavailable
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, free_port, live_server
 
 try:
+    import grpc
     import httpx
     from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
     from a2a.types.a2a_pb2 import (
@@ -46,8 +50,9 @@ else:
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 SQUARE_SUM = "[2,3,4] | square | sum | report total"
-BINDINGS = ["JSONRPC", "HTTP+JSON"]
+BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 COMPLETED = "TASK_STATE_COMPLETED"
+TRANSPORTS = {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport", "GRPC": "GrpcTransport"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,12 +61,29 @@ def _sdk() -> None:
         sdk_unavailable(MISSING)
 
 
+@pytest.fixture(scope="module", params=["memory", pytest.param("cluster", marks=ON_CLUSTER)])
+def server(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """The interop conftest's server, serving gRPC too: on memory:// inside its one (gthread) worker, on the
+    cluster as the sibling process beside two gevent workers."""
+    if request.param == "cluster":
+        with live_server(store_url=cluster_url(), workers=2, grpc_port=free_port()) as live:
+            yield live
+        return
+    with live_server(store_url="memory://", workers=1, worker_class="gthread", grpc_port=free_port()) as live:
+        yield live
+
+
+def client_config(**options: Any) -> ClientConfig:
+    """A ClientConfig that can also dial gRPC (the SDK's gRPC transport needs a channel factory)."""
+    return ClientConfig(grpc_channel_factory=grpc.aio.insecure_channel, **options)
+
+
 def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
     return asyncio.run(scenario())
 
 
 async def connect(server: LiveServer, binding: str, *, streaming: bool = False) -> Client:
-    config = ClientConfig(
+    config = client_config(
         streaming=streaming, supported_protocol_bindings=[binding], use_client_preference=True
     )
     return await ClientFactory(config).create_from_url(server.base_url)
@@ -137,13 +159,15 @@ def test_discovers_the_card(server: LiveServer, binding: str) -> None:
         return card, type(client._transport).__name__  # the transport the factory chose from the card
 
     card, transport = run(scenario)
-    assert transport == {"JSONRPC": "JsonRpcTransport", "HTTP+JSON": "RestTransport"}[binding]
+    assert transport == TRANSPORTS[binding]
     interfaces = [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces]
     assert interfaces[:2] == [
         (server.url("/a2a/jsonrpc"), "JSONRPC", "1.0"),
         (server.url("/a2a/rest"), "HTTP+JSON", "1.0"),
     ]
     assert (server.url("/a2a/jsonrpc"), "JSONRPC", "0.3") in interfaces
+    (grpc_interface,) = [i for i in interfaces if i[1] == "GRPC"]
+    assert grpc_interface[2] == "1.0" and grpc_interface[0].startswith("127.0.0.1:")
     assert card.version == "0.0.0-experimental"
     assert card.capabilities.streaming and not card.capabilities.push_notifications
     assert [skill.id for skill in card.skills] == ["build", "ranch", "execute"]
@@ -522,7 +546,7 @@ def test_accepted_output_modes_through_the_client_config(server: LiveServer, bin
 
     async def scenario() -> tuple[Task, A2AError]:
         async def with_modes(modes: list[str]) -> Client:
-            config = ClientConfig(
+            config = client_config(
                 streaming=False,
                 supported_protocol_bindings=[binding],
                 use_client_preference=True,
