@@ -90,8 +90,16 @@ def credentials_of(settings: Settings) -> Any:
 class GrpcServer:
     """One gRPC listener over ``app``; :meth:`start` binds and serves, :meth:`stop` ends it gracefully."""
 
-    def __init__(self, app: Any, settings: Settings, also_stop: Callable[[], bool] = lambda: False) -> None:
+    def __init__(
+        self,
+        app: Any,
+        settings: Settings,
+        also_stop: Callable[[], bool] = lambda: False,
+        *,
+        port: int | None = None,  # instead of QUINELING_GRPC_PORT (0: any free port)
+    ) -> None:
         self.settings = settings
+        self._bind_port = settings.grpc_port if port is None else port
         self.stopping = threading.Event()
         self._stopped = threading.Event()
         self.edge = edge_of(app, self.stopping, also_stop)
@@ -109,7 +117,7 @@ class GrpcServer:
 
     @property
     def address(self) -> str:
-        return f"{self.settings.host_in_url}:{self.settings.grpc_port}"
+        return f"{self.settings.host_in_url}:{self._bind_port}"
 
     def start(self) -> int:
         credentials = credentials_of(self.settings)
