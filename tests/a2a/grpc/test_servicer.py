@@ -14,7 +14,7 @@ from google.protobuf import json_format
 
 from quineling.a2a.card import IDEMPOTENCY_EXTENSION
 from quineling.observe import metrics
-from tests.a2a.grpc.conftest import SQUARE_SUM, V1, Stack, data, grpc_stack, message, refusal, result_of
+from tests.a2a.grpc.conftest import SQUARE_SUM, Stack, data, grpc_stack, message, refusal, result_of
 
 CREATE = {"operation": "create", "thought": SQUARE_SUM}
 
