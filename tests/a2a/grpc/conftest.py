@@ -13,11 +13,10 @@ import grpc
 import pytest
 from a2a.types import a2a_pb2, a2a_pb2_grpc
 from google.protobuf import json_format
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from quineling.app import create_app
 from quineling.server.grpc_server import GrpcServer
+from tests.support.grpc_binding import error_info
 
 SQUARE_SUM = "[2,3,4] | square | sum | report total"
 V1 = (("a2a-version", "1.0"),)
@@ -76,9 +75,4 @@ def refusal(call: Any, *args: Any, **kwargs: Any) -> tuple[str, str, dict[str, s
         result = call(*args, **kwargs)
         if not hasattr(result, "SerializeToString"):  # a stream: the refusal comes as it is read
             list(result)
-    status = rpc_status.from_call(info.value)
-    assert status is not None, info.value
-    (detail,) = status.details
-    error_info = error_details_pb2.ErrorInfo()
-    assert detail.Unpack(error_info)
-    return info.value.code().name, error_info.reason, dict(error_info.metadata)
+    return error_info(info.value)
