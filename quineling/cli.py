@@ -16,6 +16,14 @@ from typing import Any
 from quineling.operator_output import USAGE, OperatorParser, UsageError, add_output_option, fail, json_asked
 
 
+def _listen_from(args: argparse.Namespace, port_variable: str) -> None:
+    """``--port`` and ``--host`` override their settings (the workers read them from the environment)."""
+    if args.port is not None:
+        os.environ[port_variable] = str(args.port)
+    if args.host is not None:
+        os.environ["QUINELING_A2A_HOST"] = args.host
+
+
 def serve(args: argparse.Namespace) -> int:
     from quineling.server.application import Server
     from quineling.server.open_files import ensure_or_exit
@@ -23,10 +31,7 @@ def serve(args: argparse.Namespace) -> int:
     from quineling.server.startup import port_taken
     from quineling.settings import ConfigError, load_settings
 
-    if args.port is not None:
-        os.environ["QUINELING_A2A_PORT"] = str(args.port)
-    if args.host is not None:
-        os.environ["QUINELING_A2A_HOST"] = args.host
+    _listen_from(args, "QUINELING_A2A_PORT")
     try:
         # Validate here, naming the bad variable, rather than inside a worker.
         settings = load_settings()
@@ -80,10 +85,7 @@ def serve_grpc(args: argparse.Namespace) -> int:
     from quineling.server.startup import port_taken
     from quineling.settings import ConfigError, check_auth_files, load_settings
 
-    if args.port is not None:
-        os.environ["QUINELING_GRPC_PORT"] = str(args.port)
-    if args.host is not None:
-        os.environ["QUINELING_A2A_HOST"] = args.host
+    _listen_from(args, "QUINELING_GRPC_PORT")
     try:
         settings = load_settings()
         if not settings.grpc_port:

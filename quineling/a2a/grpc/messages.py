@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2a.types import a2a_pb2
-from google.protobuf import json_format
+from google.protobuf import empty_pb2, json_format
 from google.protobuf.message import Message
 
 from quineling.a2a.event_ids import StreamEvent
@@ -23,6 +23,7 @@ RESPONSES: dict[str, type[Message]] = {
     "GetTaskPushNotificationConfig": a2a_pb2.TaskPushNotificationConfig,
     "ListTaskPushNotificationConfigs": a2a_pb2.ListTaskPushNotificationConfigsResponse,
     "GetExtendedAgentCard": a2a_pb2.AgentCard,
+    "DeleteTaskPushNotificationConfig": empty_pb2.Empty,
 }
 # Where a streamed event carries its resumable-stream id: in the metadata of the object it holds (a Task, a
 # status or an artifact update), since a gRPC message has no frame id of its own as an SSE event has.

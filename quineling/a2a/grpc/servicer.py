@@ -98,51 +98,7 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
         extensions = card.get("capabilities", {}).get("extensions", [])
         self._declared = frozenset(e["uri"] for e in extensions)
 
-    # -- the methods -----------------------------------------------------------------------------------
-
-    def SendMessage(self, request: Message, context: grpc.ServicerContext) -> Message:  # noqa: N802
-        return self._unary("SendMessage", request, context)
-
-    def GetTask(self, request: Message, context: grpc.ServicerContext) -> Message:  # noqa: N802
-        return self._unary("GetTask", request, context)
-
-    def ListTasks(self, request: Message, context: grpc.ServicerContext) -> Message:  # noqa: N802
-        return self._unary("ListTasks", request, context)
-
-    def CancelTask(self, request: Message, context: grpc.ServicerContext) -> Message:  # noqa: N802
-        return self._unary("CancelTask", request, context)
-
-    def GetExtendedAgentCard(self, request: Message, context: grpc.ServicerContext) -> Message:  # noqa: N802
-        return self._unary("GetExtendedAgentCard", request, context)
-
-    def CreateTaskPushNotificationConfig(  # noqa: N802
-        self, request: Message, context: grpc.ServicerContext
-    ) -> Message:
-        return self._unary("CreateTaskPushNotificationConfig", request, context)
-
-    def GetTaskPushNotificationConfig(  # noqa: N802
-        self, request: Message, context: grpc.ServicerContext
-    ) -> Message:
-        return self._unary("GetTaskPushNotificationConfig", request, context)
-
-    def ListTaskPushNotificationConfigs(  # noqa: N802
-        self, request: Message, context: grpc.ServicerContext
-    ) -> Message:
-        return self._unary("ListTaskPushNotificationConfigs", request, context)
-
-    def DeleteTaskPushNotificationConfig(  # noqa: N802
-        self, request: Message, context: grpc.ServicerContext
-    ) -> Any:
-        self._unary("DeleteTaskPushNotificationConfig", request, context)
-        raise AssertionError("push notifications are off: the call above always fails")
-
-    def SendStreamingMessage(  # noqa: N802
-        self, request: Message, context: grpc.ServicerContext
-    ) -> Iterator[Message]:
-        return self._stream("SendStreamingMessage", request, context)
-
-    def SubscribeToTask(self, request: Message, context: grpc.ServicerContext) -> Iterator[Message]:  # noqa: N802
-        return self._stream("SubscribeToTask", request, context)
+    # -- the methods (bound below the class, one per A2A method) ---------------------------------------
 
     # -- around every call -----------------------------------------------------------------------------
 
@@ -275,3 +231,24 @@ class A2AServicer(a2a_pb2_grpc.A2AServiceServicer):
                 path=f"/{SERVICE_NAME}/{call.method}",
             )
         notes.end()
+
+
+def _unary_method(name: str) -> Callable[[A2AServicer, Message, grpc.ServicerContext], Message]:
+    def method(self: A2AServicer, request: Message, context: grpc.ServicerContext) -> Message:
+        return self._unary(name, request, context)
+
+    method.__name__ = name
+    return method
+
+
+def _stream_method(name: str) -> Callable[[A2AServicer, Message, grpc.ServicerContext], Iterator[Message]]:
+    def method(self: A2AServicer, request: Message, context: grpc.ServicerContext) -> Iterator[Message]:
+        return self._stream(name, request, context)
+
+    method.__name__ = name
+    return method
+
+
+# Every method of lf.a2a.v1.A2AService, by its A2A name: the streaming ones are server streams.
+for _name, _spec in METHODS.items():
+    setattr(A2AServicer, _name, (_stream_method if _spec.streaming else _unary_method)(_name))

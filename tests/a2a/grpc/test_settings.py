@@ -69,8 +69,9 @@ def test_serve_grpc_alone_refuses_memory_and_needs_a_port(
 ) -> None:
     from quineling.cli import main
 
-    for name in ("QUINELING_STORE_URL", "QUINELING_GRPC_PORT"):
-        monkeypatch.delenv(name, raising=False)
+    # Set, so that monkeypatch takes back what the command writes (--port is written to the environment).
+    monkeypatch.setenv("QUINELING_STORE_URL", "memory://")
+    monkeypatch.setenv("QUINELING_GRPC_PORT", "")
     assert main(["serve-grpc"]) == 2
     assert "needs a port" in capsys.readouterr().err
     assert main(["serve-grpc", "--port", "50051"]) == 2
