@@ -569,3 +569,36 @@ def test_accepted_output_modes_through_the_client_config(server: LiveServer, bin
     assert [part.WhichOneof("content") for part in artifact.parts] == ["text"]
     assert artifact.parts[0].text.startswith("create: created (")
     assert isinstance(error, ContentTypeNotSupportedError), repr(error)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_retried_world_command_is_acknowledged_once(server: LiveServer, binding: str) -> None:
+    """docs/ranch-guide.md's world command, sent twice (a new messageId each: a transport retry only): the
+    second send answers the first acknowledgement and the world advances once."""
+
+    async def scenario() -> tuple[Any, Any, Any, Any]:
+        client = await connect(server, binding)
+        try:
+
+            async def op(request: dict[str, Any]) -> Any:
+                return result(await send(client, message(data(request))))["result"]
+
+            # One world per runtime scope: every binding's run names the same one (worldCreate is idempotent).
+            world = await op({"operation": "worldCreate", "worldKey": "py-garden", "seed": 23})
+            before = await op({"operation": "worldInspect", "worldId": world["id"]})
+            command = {
+                "operation": "worldCommand",
+                "worldId": world["id"],
+                "expectedRevision": before["revision"],
+                "sequence": before["nextSequence"],
+                "command": {"kind": "advance", "ticks": 4},
+            }
+            first, again = await op(command), await op(command)
+            after = await op({"operation": "worldInspect", "worldId": world["id"]})
+        finally:
+            await client.close()
+        return before, first, again, after
+
+    before, first, again, after = run(scenario)
+    assert again == first
+    assert after["revision"] == before["revision"] + 1
