@@ -73,7 +73,6 @@ def call_context(
     version: str,
     principal: Principal | None,
     served: frozenset[str] | None,
-    *,
     extensions: tuple[str, ...] = (),
     should_stop: Callable[[], bool] = _never,
     last_event_id: str | None = None,
@@ -87,15 +86,14 @@ def call_context(
         # Clients copy the tenant from an advertised interface; an unknown one would also open a fresh task
         # budget per name, since capacity is per tenant.
         raise InvalidParamsError(f"tenant {tenant!r} is not served by this agent")
-    who = {} if principal is None else {"principal": principal.scope_id, "user": principal.scope_id}
+    # Positional, in the dataclass's field order: this is on every JSON-RPC call's path (the lean one too).
+    if principal is None:
+        return CallContext(
+            tenant or "", "anonymous", version, extensions, should_stop, "", last_event_id, idempotency_key
+        )
+    scope_id = principal.scope_id
     return CallContext(
-        tenant=tenant or "",
-        requested_version=version,
-        extensions=extensions,
-        should_stop=should_stop,
-        last_event_id=last_event_id,
-        idempotency_key=idempotency_key,
-        **who,
+        tenant or "", scope_id, version, extensions, should_stop, scope_id, last_event_id, idempotency_key
     )
 
 

@@ -116,10 +116,10 @@ def make_call_context(
         version,
         principal,
         served,
-        extensions=_extensions(environ, extension_headers),
-        should_stop=stop_probe(environ),
-        last_event_id=environ.get("HTTP_LAST_EVENT_ID"),
-        idempotency_key=environ.get("HTTP_IDEMPOTENCY_KEY"),
+        _extensions(environ, extension_headers),
+        stop_probe(environ),
+        environ.get("HTTP_LAST_EVENT_ID"),
+        environ.get("HTTP_IDEMPOTENCY_KEY"),
     )
 
 
