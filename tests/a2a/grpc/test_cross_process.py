@@ -158,3 +158,30 @@ def test_sigterm_stops_the_grpc_process_gracefully(pair: Pair) -> None:
     pair.grpc_proc.send_signal(signal.SIGTERM)
     assert pair.grpc_proc.wait(10) == 0
     assert "gRPC server stopped" in pair.log.read_text()
+
+
+def test_quineling_serve_runs_grpc_as_a_sibling_on_redis() -> None:
+    """gunicorn's master (deploy/gunicorn.conf.py, as quineling serve) starts serve-grpc beside its workers on
+    Redis: the card lists it, its calls join /metrics, and it stops with the master."""
+    port = free_port()
+    with live_server(store_url=REDIS_URL, workers=1, grpc_port=port) as http:
+        card = requests.get(
+            http.url("/.well-known/agent-card.json"), headers={"A2A-Version": "1.0"}, timeout=5
+        )
+        assert {
+            "url": f"127.0.0.1:{port}",
+            "protocolBinding": "GRPC",
+            "protocolVersion": "1.0",
+        } in card.json()["supportedInterfaces"]
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            grpc.channel_ready_future(channel).result(timeout=20)
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            assert refusal(stub.GetTask, a2a_pb2.GetTaskRequest(id="sibling"))[0] == "NOT_FOUND"
+        scraped = requests.get(http.url("/metrics"), timeout=5).text
+        assert (
+            'quineling_requests_total{binding="grpc",method="GetTask",outcome="TASK_NOT_FOUND"} 1.0'
+            in scraped
+        )
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        with pytest.raises(grpc.RpcError):
+            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
