@@ -106,6 +106,10 @@ def serve_grpc(args: argparse.Namespace) -> int:
     if taken is not None:
         print(f"quineling: {taken}; choose another with --port or QUINELING_GRPC_PORT", file=sys.stderr)
         return 2
+    if not os.environ.get("QUINELING_MAX_LONG_POLLS"):
+        # Here a waiting GetTask holds one of the gRPC server's threads: a quarter of them at most, so calls
+        # and streams keep theirs (the app reads the bound when serve_forever loads it).
+        os.environ["QUINELING_MAX_LONG_POLLS"] = str(max(1, settings.grpc_threads // 4))
     from quineling.observe import logs
     from quineling.server.grpc_server import serve_forever
 
