@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
+from urllib.parse import unquote
 
 import grpc
 from a2a.types import a2a_pb2_grpc
@@ -81,8 +82,8 @@ class _Call:
 
 
 def _peer_address(peer: str) -> str:
-    """The address of grpc's peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5000``, ``unix:…``)."""
-    kind, _, rest = peer.partition(":")
+    """The address of grpc's peer string (``ipv4:127.0.0.1:5000``, ``ipv6:%5B::1%5D:5000``, ``unix:…``)."""
+    kind, _, rest = unquote(peer).partition(":")
     if kind == "ipv6" and rest.startswith("["):
         return rest[1 : rest.find("]")]
     if kind == "ipv4":

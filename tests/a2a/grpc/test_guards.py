@@ -121,3 +121,18 @@ def test_stream_cap_health_and_a_stop_that_ends_open_streams() -> None:
             reader.join(10)
         assert ended == ["ok", "ok"]  # the streams ended cleanly: the clients subscribe again elsewhere
         assert time.monotonic() - started < 5  # within a poll slice or so, not the grace period
+
+
+@pytest.mark.parametrize(
+    ("peer", "address"),
+    [
+        ("ipv4:127.0.0.1:5000", "127.0.0.1"),
+        ("ipv6:%5B::1%5D:5000", "::1"),  # how grpcio spells an IPv6 peer
+        ("ipv6:[2001:db8::1]:5000", "2001:db8::1"),
+        ("unix:/run/quineling.sock", "/run/quineling.sock"),
+    ],
+)
+def test_an_anonymous_callers_budget_is_its_peer_address(peer: str, address: str) -> None:
+    from quineling.a2a.grpc.servicer import _peer_address
+
+    assert _peer_address(peer) == address
