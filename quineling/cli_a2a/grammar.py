@@ -117,7 +117,7 @@ def build(defaults: Callable[[Option], str]) -> Parser:
         prog=PROG,
         parents=[common],
         description="Call any A2A agent (the A2A CLI grammar), or "
-        "run and operate a Quineling agent (serve, store, keys).",
+        "run and operate a Quineling agent (serve, serve-grpc, store, keys).",
         epilog="Run 'quineling help COMMAND' for a command's options.",
     )
     root.add_argument(
@@ -242,7 +242,7 @@ def build(defaults: Callable[[Option], str]) -> Parser:
         metavar="FILE|-",
         help="the request's fields as a JSON object, - is stdin; --field adds to it",
     )
-    for name in ("serve", "store", "keys"):
+    for name in ("serve", "serve-grpc", "store", "keys"):
         commands.add_parser(name, help=f"operator command: quineling {name} --help", add_help=False)
     return root
 
