@@ -61,14 +61,15 @@ class Browser:
             f"--window-size={window[0]},{window[1]}",
             "about:blank",
         ]
-        # The shell puts the two pipe ends where chromium looks for them (fd 3 and 4), then becomes chromium.
-        self.process = subprocess.Popen(
-            ["/bin/sh", "-c", f'exec "$0" "$@" 3<&{browser_reads} 4>&{browser_writes}', *command],
-            pass_fds=(browser_reads, browser_writes),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        # bash (dash takes single-digit descriptors only) puts the two pipe ends where chromium looks for them (fd 3 and 4), then becomes chromium.
+        with (profile / "chromium.log").open("wb") as log:
+            self.process = subprocess.Popen(
+                ["/bin/bash", "-c", f'exec "$0" "$@" 3<&{browser_reads} 4>&{browser_writes}', *command],
+                pass_fds=(browser_reads, browser_writes),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         os.close(browser_reads)
         os.close(browser_writes)
         self._out = os.fdopen(to_browser, "wb", buffering=0)
@@ -115,7 +116,7 @@ class Browser:
     def page(self, url: str) -> Page:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        page = Page(self, session)
+        page = Page(self, session, target)
         for domain in ("Page", "Runtime", "Network", "Log"):
             page.call(f"{domain}.enable")
         page.navigate(url)
@@ -139,12 +140,16 @@ class Browser:
 class Page:
     """One tab, attached to its own CDP session."""
 
-    def __init__(self, browser: Browser, session: str) -> None:
+    def __init__(self, browser: Browser, session: str, target: str) -> None:
         self.browser = browser
         self.session = session
+        self.target = target
 
     def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
         return self.browser.call(method, params, session=self.session, timeout=timeout)
+
+    def close(self) -> None:
+        self.browser.call("Target.closeTarget", {"targetId": self.target})
 
     def navigate(self, url: str) -> None:
         self.call("Page.navigate", {"url": url})
@@ -186,12 +191,17 @@ class Page:
         return [e["request"]["url"] for e in self.events("Network.requestWillBeSent")]
 
     def problems(self) -> list[str]:
-        """What the page reported as wrong: uncaught exceptions, errors logged, CSP violations."""
+        """What the page reported as wrong: uncaught exceptions, and errors logged (CSP violations among them)
+        other than the network's — an HTTP error answer is the API's to judge, not the page's."""
         found = [
             str(e["exceptionDetails"].get("exception", {}).get("description"))
             for e in self.events("Runtime.exceptionThrown")
         ]
-        found += [e["entry"]["text"] for e in self.events("Log.entryAdded") if e["entry"]["level"] == "error"]
+        found += [
+            e["entry"]["text"]
+            for e in self.events("Log.entryAdded")
+            if e["entry"]["level"] == "error" and e["entry"].get("source") != "network"
+        ]
         return found
 
     def screenshot(self, name: str) -> Path:

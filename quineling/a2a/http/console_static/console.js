@@ -460,6 +460,7 @@
       return;
     }
     section.hidden = false;
+    section.dataset.loaded = String(Date.now());
     say("operator-ready", report.ready.status + (report.ready.warnings ? " — " + report.ready.warnings.join("; ") : ""));
     say("operator-version", report.version);
     const scopes = $("operator-scopes").tBodies[0];
@@ -515,6 +516,7 @@
     $("viewer-form").addEventListener("submit", (event) => { event.preventDefault(); drawFrame(); });
     $("viewer-step").addEventListener("click", stepPhase);
     $("viewer-play").addEventListener("click", play);
+    $("operator-refresh").addEventListener("click", loadOperator);
     refreshAll();
   }
 
