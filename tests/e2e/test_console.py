@@ -25,6 +25,8 @@ import pytest
 import requests
 
 from quineling.auth.keyfile import add_key
+from quineling.client.registry import AgentRegistry
+from quineling.client.shared import SharedState
 from quineling.runtime.frame_svg import ridge_paths
 from tests.conftest import REDIS_URL, needs_redis
 from tests.support.browser import Browser, Page, browser
@@ -279,12 +281,21 @@ def _numbers(path: str) -> list[float]:
 
 def test_only_an_operator_sees_the_operator_view(console: Console, shots: None) -> None:
     page = console.page
+    console.send(text(SQUARE_SUM))  # so the principal's scope holds something
     page.wait_for("!document.getElementById('operator-section').hidden")
     page.evaluate("document.getElementById('operator-section').dataset.loaded = ''")
     page.evaluate("document.getElementById('operator-refresh').click()")
     page.wait_for("!!document.getElementById('operator-section').dataset.loaded")
     assert page.evaluate("document.getElementById('operator-ready').textContent").startswith("ok")
     assert "tasks" in texts(page, "#operator-scopes td")
+    if console.config["store"] == "redis":
+        # An agent in the registry this store keeps (quineling agents): the view lists it with its health.
+        registry = AgentRegistry(SharedState.from_url(REDIS_URL, prefix=console.server.prefix))
+        registry.register(console.base_url)
+        registry.check(console.base_url)
+        page.evaluate("document.getElementById('operator-refresh').click()")
+        page.wait_for("document.querySelector('#operator-agents tbody td')?.textContent === 'Quineling'")
+        assert texts(page, "#operator-agents tbody td")[1:3] == [console.base_url, "healthy"]
     if not console.tokens:
         return
     bob = requests.get(console.base_url + "/ui/api/operator", headers=console.headers("bob"), timeout=5)

@@ -13,15 +13,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, send_from_directory
+from flask import Blueprint, Response, jsonify
 
 from quineling.a2a.endpoints import CONSOLE_PATH, OPERATOR_PATH
 from quineling.a2a.http.authentication import authenticated_principal
 from quineling.network import split_list
 
 STATIC = Path(__file__).with_name("console_static")
-# The files the page is made of; nothing else of the directory is served.
-ASSETS = frozenset({"console.js", "viewer.js", "console.css"})
+# The files the page is made of, by name; nothing else of the directory is served.
+MEDIA_TYPES = {
+    "index.html": "text/html; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
+    "viewer.js": "text/javascript; charset=utf-8",
+    "console.css": "text/css; charset=utf-8",
+}
 ANONYMOUS = "anonymous"  # the caller of a server without authentication (as quineling.auth.keyfile names it)
 POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -42,18 +47,22 @@ def blueprint(operators: str, report: Report) -> Blueprint:
     """The console's routes. ``operators``: the ``QUINELING_OPERATORS`` setting; ``report``: what the operator
     view shows (store usage and limits, readiness, the agent registry), asked afresh on each request."""
     allowed = frozenset(split_list(operators))
+    files = {name: (STATIC / name).read_bytes() for name in MEDIA_TYPES}  # a few kB, read once per app
     console = Blueprint("console", __name__)
+
+    def serve(name: str) -> Response:
+        return _hardened(Response(files[name], content_type=MEDIA_TYPES[name]))
 
     @console.get(CONSOLE_PATH)
     @console.get(CONSOLE_PATH + "/")
     def page() -> Response:
-        return _hardened(send_from_directory(STATIC, "index.html", max_age=0))
+        return serve("index.html")
 
     @console.get(CONSOLE_PATH + "/<name>")
     def asset(name: str) -> Response:
-        if name not in ASSETS:
+        if name not in MEDIA_TYPES or name == "index.html":
             return _hardened(_json({"error": {"code": 404, "message": "not a file of the console"}}, 404))
-        return _hardened(send_from_directory(STATIC, name, max_age=0))
+        return serve(name)
 
     @console.get(OPERATOR_PATH)
     def operator() -> Response:
