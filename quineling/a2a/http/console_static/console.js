@@ -106,7 +106,9 @@
       for (const task of page.tasks || []) {
         const open = el("button", task.id, { type: "button", class: "link", "data-task-id": task.id });
         open.addEventListener("click", () => selectTask(task.id));
-        body.appendChild(row([open, task.status && task.status.state, task.status && task.status.timestamp, task.contextId]));
+        const state = (task.status && task.status.state) || "";
+        const shown = el("span", state.replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, " "), { title: state });
+        body.appendChild(row([open, shown, task.status && task.status.timestamp, task.contextId]));
       }
       say("tasks-caption", `${page.totalSize} task(s); showing ${(page.tasks || []).length}`);
       view.pageToken = page.nextPageToken || "";
