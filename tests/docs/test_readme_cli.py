@@ -22,7 +22,6 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ import requests
 from quineling.version import __version__
 from tests.docs.examples import ROOT, Document
 from tests.docs.test_readme import ORIGIN, shell_commands
+from tests.support.live import wait_answering
 from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.slow]  # real servers
@@ -93,15 +93,7 @@ def serve(env: dict[str, str]) -> Iterator[Served]:
         process = subprocess.Popen([QUINELING, "serve"], cwd=ROOT, env=run_env, stdout=sink, stderr=sink)
     served = Served(process, f"127.0.0.1:{port}", log)
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            assert process.poll() is None, f"./dev serve exited:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"./dev serve never answered:\n{log.read_text()[-3000:]}"
-            try:
-                if served.get("/healthz").status_code == 200:
-                    break
-            except requests.ConnectionError:
-                time.sleep(0.1)
+        wait_answering(f"http://{served.address}/healthz", process, log, TIMEOUT)
         yield served
     finally:
         process.terminate()

@@ -26,7 +26,13 @@ from tests.support.ports import free_port
 from tests.support.redis_keys import delete_under
 
 ROOT = Path(__file__).resolve().parents[2]
-__all__ = ["ROOT", "LiveServer", "free_port", "live_server"]  # free_port: kept importable from here
+__all__ = [
+    "ROOT",
+    "LiveServer",
+    "free_port",
+    "live_server",
+    "wait_answering",
+]  # free_port: kept importable from here
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ def live_server(
     ready_path: str = "/readyz",
     forget_keys: bool = True,
     port: int | None = None,
+    host: str = "127.0.0.1",
     **settings: str | int,
 ) -> Iterator[LiveServer]:
     """Start ``gunicorn -c deploy/gunicorn.conf.py wsgi:app``; extra ``settings`` become QUINELING_* vars.
@@ -67,6 +74,7 @@ def live_server(
     same store and prefix as a running server (its owner deletes the keys).
     ``forget_keys=False``: leave the keys (a private store that the test removes, or has stopped, itself).
     ``port``: listen there (a server restarted where its clients, a browser page say, know it) instead of a free one.
+    ``host``: the address it binds (``QUINELING_A2A_HOST``); an IPv6 one is bracketed in its URLs.
     """
     port = port or free_port()
     if store_url is None:
@@ -78,6 +86,7 @@ def live_server(
         QUINELING_STORE_PREFIX=prefix,
         QUINELING_WORKERS=str(workers),
         QUINELING_THREADS=str(threads),
+        QUINELING_A2A_HOST=host,
         QUINELING_A2A_PORT=str(port),
         QUINELING_ACCESS_LOG="0",
         QUINELING_TENANTS="*",  # tests isolate scenarios by tenant; pass tenants="" for the product default
@@ -93,7 +102,8 @@ def live_server(
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-    server = LiveServer(f"http://127.0.0.1:{port}", prefix, log, proc.pid, store_url)
+    authority = f"[{host}]" if ":" in host else host
+    server = LiveServer(f"http://{authority}:{port}", prefix, log, proc.pid, store_url)
     try:
         _wait_ready(server, proc, workers, ready_path)
         yield server
@@ -120,16 +130,23 @@ def live_server(
 def _wait_ready(
     server: LiveServer, proc: subprocess.Popen[bytes], workers: int, path: str, timeout: float = 30
 ) -> None:
+    wait_answering(server.url(path), proc, server.log, timeout)
+    # Give every worker a moment to boot, so tests really spread over processes.
+    time.sleep(0.2 * workers)
+
+
+def wait_answering(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
+    """Poll ``url`` until it answers 200; fail with the process's log if it exits or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"gunicorn exited with {proc.returncode}:\n{server.log_text()}")
+            raise RuntimeError(
+                f"the server exited with {proc.returncode}:\n{log.read_text(errors='replace')}"
+            )
         try:
-            if requests.get(server.url(path), timeout=1).status_code == 200:
-                # Give every worker a moment to boot, so tests really spread over processes.
-                time.sleep(0.2 * workers)
+            if requests.get(url, timeout=1).status_code == 200:
                 return
         except requests.RequestException:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"gunicorn did not become ready in {timeout}s:\n{server.log_text()}")
+    raise RuntimeError(f"the server did not answer in {timeout}s:\n{log.read_text(errors='replace')}")
