@@ -193,6 +193,12 @@ def test_a_task_created_by_the_test_appears(console: Console, shots: None) -> No
     page.wait_for(f"!!document.querySelector('[data-task-id=\"{other['id']}\"]')")
     assert sent in texts(page, "#tasks tbody button")
     assert marker in " ".join(texts(page, "#history li"))
+    # Markup in a task's text is shown as text, never parsed.
+    hostile = '<img src="/x" data-hostile="1"> | sum'
+    page.evaluate(f"document.getElementById('thought').value = {json.dumps(hostile)}")
+    page.evaluate("document.querySelector('#send-thought button[type=submit]').click()")
+    page.wait_for(f"document.getElementById('history').textContent.includes({json.dumps(hostile)})")
+    assert page.evaluate("document.querySelectorAll('[data-hostile]').length") == 0
 
 
 def test_a_cancel_by_another_client_shows_within_a_second(console: Console, shots: None) -> None:

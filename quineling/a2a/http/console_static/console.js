@@ -241,6 +241,9 @@
         }
       }
       if (this.stopped) return true;
+      // A resumed stream of a task that ended with the last event shown closes at once: nothing more to follow.
+      const task = await refreshTask();
+      if (task && FINAL.has(task.status.state)) return true;
       throw new Error("stream closed");
     }
 
