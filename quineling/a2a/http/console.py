@@ -17,6 +17,7 @@ from flask import Blueprint, Response, jsonify
 
 from quineling.a2a.endpoints import CONSOLE_PATH, OPERATOR_PATH
 from quineling.a2a.http.authentication import authenticated_principal
+from quineling.auth.keyfile import ANONYMOUS
 from quineling.network import split_list
 
 STATIC = Path(__file__).with_name("console_static")
@@ -27,7 +28,6 @@ MEDIA_TYPES = {
     "viewer.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
 }
-ANONYMOUS = "anonymous"  # the caller of a server without authentication (as quineling.auth.keyfile names it)
 POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
