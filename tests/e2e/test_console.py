@@ -2,11 +2,12 @@
 (tests/support/browser.py), against real gunicorn servers: the memory store (one worker) and Redis (two
 workers), each with and without bearer keys.
 
-It loads with every request on its own origin, under its CSP and without a script error; a task created by the
-test appears; a cancel sent by another client shows within a second on a followed task; a server
-restarted mid-stream (stopped, then started on its port; Redis keeps the task) is followed on without a duplicate row; the viewer's paths equal
-:mod:`quineling.runtime.frame_svg`'s for the same ``frame`` result; only an operator sees the operator view;
-axe-core finds no serious or critical accessibility violation. Screenshots go to ``test-artifacts/``.
+It loads with every request on its own origin, under its CSP and without a script error; a task created by
+the test appears, its text shown as text; a cancel sent by another client shows within a second on a followed
+task; a server restarted mid-stream (stopped, then started on its port; Redis keeps the task) is followed on
+without a duplicate row; the viewer's paths equal :mod:`quineling.runtime.frame_svg`'s for the same ``frame``
+result; only an operator sees the operator view; axe-core finds no serious or critical accessibility
+violation. Screenshots go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
