@@ -19,6 +19,7 @@ from quineling.a2a.endpoints import (
     HEALTH_PATH,
     JSONRPC_PATH,
     METRICS_PATH,
+    OPERATOR_PATH,
     READY_PATH,
     REST_PREFIX,
     under,
@@ -29,6 +30,7 @@ from quineling.a2a.http import (
     authentication,
     binding,
     body,
+    console,
     discovery,
     jsonrpc,
     observation,
@@ -42,12 +44,15 @@ from quineling.a2a.http.lean_jsonrpc import LeanJsonRpc
 from quineling.a2a.http.origin_guard import OriginGuard
 from quineling.a2a.http.streams import StreamSlots
 from quineling.a2a.long_poll import LongPoll
+from quineling.a2a.scope_usage import usage_json
 from quineling.a2a.service import A2AService
 from quineling.a2a.subscription import StreamSettings
 from quineling.a2a.task_facts import describe_task
 from quineling.auth import Authenticator
+from quineling.client.registry import AgentRegistry
+from quineling.client.shared import SharedState
 from quineling.observe import metrics
-from quineling.runtime.context import Env, Retention, RuntimeLimits
+from quineling.runtime.context import QUOTA_LIMITS, Env, Retention, RuntimeLimits
 from quineling.runtime.library import CACHEABLE_KINDS
 from quineling.runtime.runtime import Runtime
 from quineling.settings import Settings, authenticator, load_settings, tls_store, trusted_networks
@@ -59,6 +64,19 @@ from stores.rate_counters import MemoryRateCounter
 from stores.scopes import ScopeLimits, ScopeRegistry
 
 log = logging.getLogger(__name__)
+
+OPERATOR_SCOPES = 100  # scopes the operator view reports at most (each is a few store reads)
+AGENT_FIELDS = (
+    "url",
+    "name",
+    "description",
+    "health",
+    "last_seen",
+    "last_checked",
+    "latency_ms",
+    "ready",
+    "last_error",
+)
 
 
 def create_app(
@@ -215,6 +233,9 @@ def _install_pipeline(
     _register_routing_errors(app)  # after the binding: replaces smorest's HTTPException handler
     _register_health(app, task_store, backend)
     _register_metrics(app)
+    app.register_blueprint(
+        console.blueprint(settings.operators, lambda: _operator_report(settings, task_store, backend))
+    )
     if credentials is not None:
         public = [
             f"{REST_PREFIX}/openapi.json",
@@ -226,7 +247,7 @@ def _install_pipeline(
             credentials,
             public=[*public, f"{REST_PREFIX}/{openapi.ASSETS_PATH}/"],
             # Any authenticated principal may scrape: the metrics hold counts, never a principal's data.
-            also=() if settings.metrics_public else (METRICS_PATH,),
+            also=(OPERATOR_PATH,) if settings.metrics_public else (METRICS_PATH, OPERATOR_PATH),
         )
     limiter = _install_rate_limit(app, settings, backend)
     app.before_request(guard.refuse_simple_request)
@@ -349,6 +370,13 @@ def task_limits(settings: Settings) -> TaskLimits:
     )
 
 
+def scope_limits(settings: Settings) -> dict[str, int]:
+    """Each counter a scope keeps, with the configured limit on it (``quineling store usage``, the console)."""
+    env, tasks = runtime_env(settings), task_limits(settings)
+    limits = {name: getattr(env.limits, field) for name, field in QUOTA_LIMITS.items()}
+    return {**limits, "tasks": tasks.max_tasks, "task-bytes": tasks.max_total_bytes}
+
+
 def runtime_env(settings: Settings) -> Env:
     """The runtime's limits and retention, as configured (also what ``quineling store usage`` reports)."""
     return Env(
@@ -372,19 +400,53 @@ def _register_health(app: Flask, task_store: TaskStore, backend: Backend | None)
 
     @app.get(READY_PATH)
     def readyz() -> tuple[Response, int]:
-        try:
-            if backend is not None:
-                backend.ping()
-            else:  # injected stores: a cheap read of the task store stands in for a ping
-                task_store.last_event_id("health", "ping")
-        except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
-            log.warning("readiness check failed: %s", exc)
-            return jsonify(status="unavailable", error=type(exc).__name__), 503
-        # Ready, but an operator should know (a Redis that persists nothing, say; docs/deployment.md).
-        warnings = backend.warnings() if backend is not None else []
-        if warnings:
-            return jsonify(status="ok", warnings=warnings), 200
-        return jsonify(status="ok"), 200
+        body = _readiness(task_store, backend)
+        return jsonify(body), 200 if body["status"] == "ok" else 503
+
+
+def _readiness(task_store: TaskStore, backend: Backend | None) -> dict[str, Any]:
+    """What ``/readyz`` answers: ``status`` ok or unavailable (then ``error``), and the store's ``warnings``."""
+    try:
+        if backend is not None:
+            backend.ping()
+        else:  # injected stores: a cheap read of the task store stands in for a ping
+            task_store.last_event_id("health", "ping")
+    except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
+        log.warning("readiness check failed: %s", exc)
+        return {"status": "unavailable", "error": type(exc).__name__}
+    # Ready, but an operator should know (a Redis that persists nothing, say; docs/deployment.md).
+    warnings = backend.warnings() if backend is not None else []
+    return {"status": "ok", "warnings": warnings} if warnings else {"status": "ok"}
+
+
+def _operator_report(settings: Settings, task_store: TaskStore, backend: Backend | None) -> dict[str, Any]:
+    """The console's operator view: readiness, the limits, what each scope holds (the first
+    ``OPERATOR_SCOPES`` registered), and the agent registry kept in this store (``quineling agents``)."""
+    ready = _readiness(task_store, backend)
+    limits = scope_limits(settings)
+    report: dict[str, Any] = {
+        "version": __version__,
+        "ready": ready,
+        "limits": limits,
+        "scopes": [],
+        "agents": [],
+    }
+    if backend is None or ready["status"] != "ok":
+        return report
+    scopes = []
+    for scope in backend.scopes():
+        usage = backend.usage(scope)
+        if not usage.is_empty:
+            scopes.append(usage_json(usage, limits))
+        if len(scopes) >= OPERATOR_SCOPES:
+            break
+    report["scopes"] = scopes
+    registry = AgentRegistry(SharedState(backend.state_store()))
+    report["agents"] = [
+        {key: getattr(agent, key) for key in AGENT_FIELDS} | {"skills": list(agent.skills)}
+        for agent in registry.list()
+    ]
+    return report
 
 
 def _register_metrics(app: Flask) -> None:

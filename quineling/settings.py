@@ -101,6 +101,10 @@ class Settings:
     allowed_hosts: str = ""
     # Browser origins (https://app.example.com) allowed to call the agent cross-site, or "*" (CORS).
     cors_origins: str = ""
+    # Principals who may read the operator view (GET /ui/api/operator: store usage, readiness, the agent
+    # registry): comma-separated scope ids (a key's principal name, jwt~CLAIM for a JWT's), "anonymous" for
+    # the caller of a server without authentication; empty: nobody.
+    operators: str = ""
     # Requests per principal (per client address when anonymous) in the `limits` notation, e.g.
     # "20/second;600/minute"; empty: no limit (quineling/a2a/http/rate_limit.py).
     rate_limit: str = ""

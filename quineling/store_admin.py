@@ -17,10 +17,12 @@ from typing import TextIO
 from urllib.parse import unquote
 
 from quineling.a2a.context import CallContext
-from quineling.app import runtime_env, store_tls_options, task_limits
+from quineling.a2a.scope_usage import usage_json as as_json
+from quineling.app import scope_limits as limits_of
+from quineling.app import store_tls_options
 from quineling.auth.keyfile import ANONYMOUS
 from quineling.operator_output import USAGE, emit, fail, wants_json
-from quineling.runtime.context import QUOTA_LIMITS, utc_time
+from quineling.runtime.context import utc_time
 from quineling.settings import ConfigError, Settings, load_settings
 from stores import backend_from_url
 from stores.base import GROUP_SEPARATOR, Backend, ScopeUsage
@@ -70,13 +72,6 @@ def select(backend: Backend, principal: str | None, tenant: str | None) -> list[
     return [scope for scope in registered if tenant_in(scope, principal) is not None]
 
 
-def limits_of(settings: Settings) -> dict[str, int]:
-    """Each counter a scope keeps, with the configured limit on it."""
-    env, tasks = runtime_env(settings), task_limits(settings)
-    limits = {name: getattr(env.limits, field) for name, field in QUOTA_LIMITS.items()}
-    return {**limits, "tasks": tasks.max_tasks, "task-bytes": tasks.max_total_bytes}
-
-
 def describe(usage: ScopeUsage, limits: dict[str, int], now: float) -> list[str]:
     """A scope's report: one line per limit (used, limit, when its first entry frees a slot)."""
     used = {**usage.counters, "tasks": usage.tasks, "task-bytes": usage.task_bytes}
@@ -88,25 +83,6 @@ def describe(usage: ScopeUsage, limits: dict[str, int], now: float) -> list[str]
         lines.append(f"  {name:<20} {used.get(name, 0):>12} {'-' if limit is None else limit:>12}  {frees}")
     lines.append(f"  documents {usage.documents} ({usage.document_bytes} bytes of JSON)")
     return lines
-
-
-def as_json(usage: ScopeUsage, limits: dict[str, int]) -> dict[str, object]:
-    """A scope's report for ``-o json``: every counter's use, limit and when its first entry frees a slot."""
-    used = {**usage.counters, "tasks": usage.tasks, "task-bytes": usage.task_bytes}
-    counters = {
-        name: {
-            "used": used.get(name, 0),
-            "limit": limits.get(name),
-            "firstSlotFrees": None if usage.frees_at.get(name) is None else utc_time(usage.frees_at[name]),
-        }
-        for name in [*limits, *sorted(set(used) - set(limits))]
-    }
-    return {
-        "scope": usage.scope,
-        "counters": counters,
-        "documents": usage.documents,
-        "documentBytes": usage.document_bytes,
-    }
 
 
 def usage_command(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ REST_PREFIX = "/a2a/rest"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
+CONSOLE_PATH = "/ui"
+OPERATOR_PATH = "/ui/api/operator"
 
 
 def under(path: str, prefix: str) -> bool:

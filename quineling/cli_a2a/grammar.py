@@ -242,6 +242,12 @@ def build(defaults: Callable[[Option], str]) -> Parser:
         metavar="FILE|-",
         help="the request's fields as a JSON object, - is stdin; --field adds to it",
     )
+    op.add_argument(
+        "--svg",
+        default=None,
+        metavar="FILE",
+        help="frame, offspringFrame: also write the body's picture to FILE as SVG (the console's viewer draws the same)",
+    )
     for name in ("serve", "serve-grpc", "store", "keys"):
         commands.add_parser(name, help=f"operator command: quineling {name} --help", add_help=False)
     return root

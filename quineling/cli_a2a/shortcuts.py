@@ -15,6 +15,9 @@ from quineling.cli_a2a.errors import CliError, usage
 from quineling.cli_a2a.render import RESULT_ARTIFACT
 from quineling.client import Task
 from quineling.client.messages import message as build_message
+from quineling.runtime.frame_svg import frame_svg
+
+PICTURED = ("frame", "offspringFrame")  # the operations whose result is a frame (offspringFrame's in "frame")
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -49,10 +52,13 @@ def create(session: Session, args: argparse.Namespace) -> int:
 def op(session: Session, args: argparse.Namespace) -> int:
     request = _fields(args)
     request.pop("operation", None)
-    return _run(session, {"operation": args.operation, **request})
+    picture = getattr(args, "svg", None)
+    if picture is not None and args.operation not in PICTURED:
+        raise usage(f"--svg: only {' and '.join(PICTURED)} sample a body to draw", hint=None)
+    return _run(session, {"operation": args.operation, **request}, picture)
 
 
-def _run(session: Session, request: dict[str, Any]) -> int:
+def _run(session: Session, request: dict[str, Any], picture: str | None = None) -> int:
     settings = session.settings
     message = build_message(
         [{"data": request, "mediaType": "application/json"}],
@@ -92,6 +98,8 @@ def _run(session: Session, request: dict[str, Any]) -> int:
             f"task {task.get('id')} ended {state} without a {RESULT_ARTIFACT} artifact",
             hint=None,
         )
+    if picture is not None:
+        _draw(answer.get("result"), request, picture)
     out = session.out
     if out.json:
         out.document(answer.get("result"))
@@ -110,3 +118,19 @@ def _run(session: Session, request: dict[str, Any]) -> int:
             out.field("Resume", hint)
     session.outcome(task)
     return 0
+
+
+def _draw(result: Any, request: dict[str, Any], path: str) -> None:
+    frame = (
+        result.get("frame")
+        if request["operation"] == "offspringFrame" and isinstance(result, dict)
+        else result
+    )
+    if not isinstance(frame, dict) or not isinstance(frame.get("points"), list):
+        raise CliError("InvalidAgentResponseError", "the result holds no frame to draw", hint=None)
+    title = f"{request.get('artifactId') or request['operation']} at phase {request.get('phase')}"
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(frame_svg(frame, title))
+    except OSError as exc:
+        raise usage(f"--svg {path}: {exc.strerror}", hint=None) from None

@@ -449,3 +449,31 @@ def test_subscribe_resumes_a_cut_stream_with_last_event_id(q: Q, server: LiveSer
     assert first["task"]["id"] == task["id"]
     assert len(resumed) == 2 and resumed[1].header("Last-Event-ID") and not resumed[0].header("Last-Event-ID")
     assert [line["statusUpdate"]["status"]["state"] for line in rest] == ["TASK_STATE_CANCELED"]  # no repeat
+
+
+def test_op_frame_svg_writes_the_viewers_picture(q: Q, tmp_path: Path) -> None:
+    """Quineling extras: op frame --svg draws the frame it printed, path for path as frame_svg (and the console's
+    viewer) draw it; only the frame operations take --svg."""
+    from quineling.runtime.frame_svg import ridge_paths
+
+    lifeform = q("create", SQUARE_SUM, "-o", "json").json()["artifact"]["id"]
+    picture = tmp_path / "body.svg"
+    drawn = q(
+        "op",
+        "frame",
+        "--field",
+        f"artifactId={lifeform}",
+        "--field",
+        "phase=0.25",
+        "--svg",
+        str(picture),
+        "-o",
+        "json",
+    )
+    assert drawn.code == 0, drawn.err
+    svg = picture.read_text()
+    assert svg.startswith("<svg") and f"{lifeform} at phase 0.25" in svg
+    paths = dict(re.findall(r'<path id="([^"]+)" d="([^"]+)"', svg))
+    assert paths == ridge_paths(drawn.json()) and len(paths) == len(drawn.json()["nodeIds"]) + 1
+    refused = q("op", "run", "--field", f"artifactId={lifeform}", "--svg", str(tmp_path / "no.svg"))
+    assert refused.code == 2 and "--svg" in refused.err and not (tmp_path / "no.svg").exists()

@@ -20,26 +20,9 @@ import pytest
 from werkzeug.serving import make_server
 
 from quineling.app import create_app
-from tests.support.tools import REQUIRE_BROWSER, require_tool
+from tests.support.browser import FLAGS, browser
 
 pytestmark = pytest.mark.slow
-
-BROWSERS = ("chromium", "chromium-browser")
-FLAGS = (
-    "--headless",
-    "--no-sandbox",  # tests run as root
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # Nothing but the server under test can be reached: a CDN-loaded page would not render.
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-)
-
-
-def browser() -> str:
-    return require_tool(BROWSERS[0], "apt-get install chromium", REQUIRE_BROWSER, aliases=BROWSERS[1:])
 
 
 @contextmanager

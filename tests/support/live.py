@@ -63,6 +63,7 @@ def live_server(
     share_with: LiveServer | None = None,
     ready_path: str = "/readyz",
     forget_keys: bool = True,
+    port: int | None = None,
     host: str = "127.0.0.1",
     **settings: str | int,
 ) -> Iterator[LiveServer]:
@@ -72,9 +73,10 @@ def live_server(
     ``store_url`` defaults to ``memory://``, or to the store of ``share_with``, which starts a second host on the
     same store and prefix as a running server (its owner deletes the keys).
     ``forget_keys=False``: leave the keys (a private store that the test removes, or has stopped, itself).
+    ``port``: listen there (a server restarted where its clients, a browser page say, know it) instead of a free one.
     ``host``: the address it binds (``QUINELING_A2A_HOST``); an IPv6 one is bracketed in its URLs.
     """
-    port = free_port()
+    port = port or free_port()
     if store_url is None:
         store_url = share_with.store_url if share_with else "memory://"
     prefix = share_with.prefix if share_with else f"qlive-{uuid.uuid4().hex[:10]}"

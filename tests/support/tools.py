@@ -15,7 +15,9 @@ import pytest
 REQUIRE_NETNS = (
     "QUINELING_REQUIRE_NETNS"  # root, ip netns, tc, nginx, redis-server: tests/deploy/test_topology.py
 )
-REQUIRE_BROWSER = "QUINELING_REQUIRE_BROWSER"  # chromium: tests/e2e/test_docs_page.py
+REQUIRE_BROWSER = (
+    "QUINELING_REQUIRE_BROWSER"  # chromium (and axe-core): tests/e2e/test_docs_page.py, test_console.py
+)
 REQUIRE_INTEROP = (
     "QUINELING_REQUIRE_INTEROP"  # Node and the official SDKs: tests/interop, tests/cli, tests/client
 )
